@@ -1,0 +1,40 @@
+# The README's commands. Each one sets up its own environment on a fresh machine.
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+PIP     := $(BIN)/pip install -q -c constraints.txt
+EXTRAS  ?= dev
+
+.PHONY: test reproduce venv sync-check nbtest pytest bench clean
+
+$(BIN)/.stamp-$(EXTRAS): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(PIP) -e ".[$(EXTRAS)]"
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+	@! $(BIN)/pip list 2>/dev/null | grep -i '^nvidia-' || (echo "a CUDA build was pulled in" && false)
+	touch $@
+
+venv: $(BIN)/.stamp-$(EXTRAS)
+
+## make test: notebooks in sync with the package, notebook tests, then pytest.
+test: venv sync-check nbtest pytest
+
+sync-check: venv
+	$(BIN)/python tools/sync_check.py
+
+nbtest: venv
+	$(BIN)/python tools/nbtest.py
+
+pytest: venv
+	$(BIN)/python -m pytest tests
+
+## make reproduce: the main job on the embedded default data.
+reproduce: venv
+	$(BIN)/bilateral reproduce
+
+bench: venv
+	$(BIN)/bilateral bench
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info
