@@ -1,0 +1,35 @@
+"The wheel works without a checkout; the README is the rendered index notebook."
+import json, os, subprocess, sys
+from pathlib import Path
+
+def test_wheel_runs_without_checkout(root, tmp_path):
+    "Build the wheel, install it (no deps) into a fresh folder and play a game from outside the checkout."
+    subprocess.run([sys.executable, '-m', 'build', '--wheel', '--outdir', str(tmp_path / 'dist'), str(root)],
+                   check=True, capture_output=True, timeout=300)
+    wheel = next((tmp_path / 'dist').glob('bilateral-*.whl'))
+    target = tmp_path / 'site'
+    subprocess.run([sys.executable, '-m', 'pip', 'install', '--no-deps', '--no-index', '--target', str(target), str(wheel)],
+                   check=True, capture_output=True, timeout=300)
+    assert (target / 'bilateral' / 'items.csv').is_file() and not (target / 'bilateral' / 'items.csv').is_symlink()
+    env = {**os.environ, 'PYTHONPATH': str(target)}
+    code = "import bilateral, sys; from bilateral.cli import main; print(bilateral.__file__, file=sys.stderr); sys.exit(main(['run', '--buyer', 'boulware', '--seller', 'split', '--json']))"
+    r = subprocess.run([sys.executable, '-c', code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert str(target) in r.stderr                   # the installed copy, not the checkout
+    assert json.loads(r.stdout)['end_reason']
+    code = "from bilateral.cli import main; import sys; sys.exit(main(['ladder', '--agents', 'linear,conceder', '--games-per-pair', '2']))"
+    r = subprocess.run([sys.executable, '-c', code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and '8 games' in r.stdout, r.stderr
+
+def test_readme_is_the_rendered_index(root):
+    import readme
+    assert (root / 'README.md').read_text() == readme.render()
+
+def test_index_outputs_are_current(root):
+    "Re-running the index notebook gives the outputs stored in it (and so in the README)."
+    import readme
+    fresh = readme.execute(save=False)
+    stored = json.loads((root / 'nbs' / 'index.ipynb').read_text())
+    outs = lambda cells: [[o.get('text') or o.get('data', {}).get('text/plain') for o in c.get('outputs', [])] for c in cells if c['cell_type'] == 'code']
+    norm = lambda xs: [[''.join(t) if isinstance(t, list) else t for t in c] for c in xs]
+    assert norm(outs(fresh['cells'])) == norm(outs(stored['cells']))
