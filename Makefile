@@ -31,7 +31,7 @@ pytest: venv
 
 ## make reproduce: the main job on the embedded default data.
 reproduce: venv
-	$(BIN)/bilateral reproduce
+	$(BIN)/bilateral reproduce --profile offline
 
 bench: venv
 	$(BIN)/bilateral bench

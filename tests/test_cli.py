@@ -38,7 +38,9 @@ def test_run_readable_with_item():
     ('run', '--buyer', 'linear', '--seller', 'linear', '--deadline', '0'),
     ('run', '--buyer', 'linear', '--seller', 'linear', '--catalogue', '/no/such/file.csv'),
     ('run', '--buyer', 'random:lots', '--seller', 'linear'),
-    ('ladder', '--agents', 'linear,ghost', '--games-per-pair', '1'),
+    ('tournament', '--agents', 'linear,ghost', '--games-per-pair', '1', '--out', '/tmp/bilateral-never-created'),
+    ('tournament', '--agents', 'linear', '--out', '/tmp/x', '--concurrency', '0'),
+    ('reproduce', '--profile', 'huge'),
     ('teleport',), (),
 ])
 def test_bad_arguments_one_line_no_traceback(args):
@@ -60,10 +62,10 @@ def test_user_catalogue_is_used(tmp_path):
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)['item_id'] == 'boat'
 
-def test_ladder_prints_a_leaderboard():
-    r = run('ladder', '--agents', 'boulware,conceder', '--games-per-pair', '3', '--seed', '1')
+def test_tournament_prints_a_leaderboard(tmp_path):
+    r = run('tournament', '--agents', 'boulware,conceder', '--games-per-pair', '3', '--seed', '1', '--out', str(tmp_path), '--quiet')
     assert r.returncode == 0, r.stderr
-    assert '12 games' in r.stdout and 'share [95% CI]' in r.stdout
+    assert '12/12 games stored' in r.stdout and 'share [95% CI]' in r.stdout
     assert sum(l.startswith(('buyer', 'seller')) for l in r.stdout.splitlines()) == 4
 
 def test_bench_reports_rates():

@@ -17,9 +17,13 @@ def test_wheel_runs_without_checkout(root, tmp_path):
     assert r.returncode == 0, r.stderr
     assert str(target) in r.stderr                   # the installed copy, not the checkout
     assert json.loads(r.stdout)['end_reason']
-    code = "from bilateral.cli import main; import sys; sys.exit(main(['ladder', '--agents', 'linear,conceder', '--games-per-pair', '2']))"
-    r = subprocess.run([sys.executable, '-c', code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0 and '8 games' in r.stdout, r.stderr
+    assert all((target / 'bilateral' / 'experiments' / f'{n}.ipynb').is_file() for n in ('tournament', 'report'))
+    code = "from bilateral.cli import main; import sys; sys.exit(main(['reproduce', '--profile', 'smoke', '--out', 'run', '--quiet']))"
+    r = subprocess.run([sys.executable, '-c', code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and 'profile smoke' in r.stdout, r.stderr[-2000:]
+    assert (tmp_path / 'run' / 'figures' / 'leaderboard.png').exists()
+    cells = json.loads((tmp_path / 'run' / 'report.ipynb').read_text())['cells']
+    assert not any(o.get('output_type') == 'error' for c in cells for o in c.get('outputs', []))
 
 def test_readme_is_the_rendered_index(root):
     import readme

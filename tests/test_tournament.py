@@ -1,0 +1,153 @@
+"The tournament runner and store under real processes: kill -9, Ctrl-C, concurrent readers, resume, report, papermill."
+import json, os, signal, sqlite3, subprocess, sys, time
+from pathlib import Path
+import pandas as pd
+import pytest
+from bilateral.store import Store
+from bilateral.tournament import TournamentSpec, plan, pairings, run_tournament
+from bilateral.report import write_report
+
+EXE = str(Path(sys.executable).parent / 'bilateral')
+LADDER = 'boulware,linear,conceder,tit-for-tat,accommodating,hardliner,split'
+ARGS = ['tournament', '--agents', LADDER, '--games-per-pair', '30', '--seed', '5', '--preset', 'mixed', '--quiet']
+N = 49 * 30
+
+def start(out):
+    return subprocess.Popen([EXE, *ARGS, '--out', str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+def stored(out):
+    "Count games from another process's point of view (a plain read-only sqlite connection)."
+    p = Path(out) / 'games.sqlite'
+    if not p.exists(): return 0
+    con = sqlite3.connect(f'file:{p}?mode=ro', uri=True, timeout=30)
+    try: return con.execute('SELECT COUNT(*) FROM games').fetchone()[0]
+    except sqlite3.OperationalError: return 0
+    finally: con.close()
+
+def wait_for(out, n, proc, limit=120):
+    t0, seen = time.time(), []
+    while time.time() - t0 < limit:
+        c = stored(out); seen.append(c)
+        if c >= n or proc.poll() is not None: return seen
+        time.sleep(0.02)
+    raise AssertionError('timed out')
+
+def snapshot(out):
+    with Store(out, create=False) as st:
+        return st.rows().sort_values('game_id').reset_index(drop=True), dict(st.transcripts())
+
+@pytest.fixture(scope='module')
+def reference(tmp_path_factory):
+    "An uninterrupted run of the same command."
+    out = tmp_path_factory.mktemp('ref')
+    r = subprocess.run([EXE, *ARGS, '--out', str(out)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    return out, snapshot(out)
+
+def test_kill_9_then_resume_loses_and_duplicates_nothing(tmp_path, reference):
+    out = tmp_path / 'run'
+    proc = start(out)
+    seen = wait_for(out, 300, proc)
+    assert proc.poll() is None, 'the run finished before it could be killed; make it longer'
+    os.kill(proc.pid, signal.SIGKILL); proc.wait()
+    killed_at = stored(out)
+    assert 300 <= killed_at < N
+    assert seen == sorted(seen)                                   # a concurrent reader saw the count only grow
+    r = subprocess.run([EXE, *ARGS, '--out', str(out)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert f'{N}/{N} games stored' in r.stdout and f'({N - killed_at} played now' in r.stdout
+    con = sqlite3.connect(out / 'games.sqlite')
+    assert con.execute('SELECT COUNT(*), COUNT(DISTINCT game_id) FROM games').fetchone() == (N, N)
+    rows, transcripts = snapshot(out)
+    ref_rows, ref_transcripts = reference[1]
+    pd.testing.assert_frame_equal(rows, ref_rows)
+    assert transcripts == ref_transcripts
+
+def test_ctrl_c_keeps_finished_games_and_exits_cleanly(tmp_path, reference):
+    out = tmp_path / 'run'
+    proc = start(out)
+    wait_for(out, 200, proc)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and 'Traceback' not in err, err
+    n = stored(out)
+    assert f'interrupted: {n} finished games are stored' in err and 0 < n < N
+    r = subprocess.run([EXE, *ARGS, '--out', str(out)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and stored(out) == N
+    pd.testing.assert_frame_equal(snapshot(out)[0], reference[1][0])
+
+def test_report_reads_while_a_run_goes_on(tmp_path):
+    out = tmp_path / 'run'
+    proc = start(out)
+    try:
+        wait_for(out, 100, proc)
+        r = subprocess.run([EXE, 'report', str(out), '--no-figures', '--n-boot', '50'], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert 'Bradley-Terry' in r.stdout
+    finally:
+        proc.kill(); proc.wait()
+
+def test_report_regenerates_identical_numbers(reference, tmp_path):
+    out = reference[0]
+    a = write_report(out, n_boot=200, figures=False)
+    tables = {p.name: p.read_bytes() for p in (out / 'tables').glob('*.csv')}
+    b = write_report(out, n_boot=200, figures=False)
+    assert tables == {p.name: p.read_bytes() for p in (out / 'tables').glob('*.csv')}
+    assert len(tables) == 8
+    lb = pd.read_csv(out / 'tables' / 'leaderboard.csv')
+    assert set(lb['agent']) == set(LADDER.split(',')) and (lb['games'] == 7 * 30).all()
+
+def test_report_errors_are_one_line(tmp_path):
+    for target in (tmp_path / 'missing', tmp_path):
+        r = subprocess.run([EXE, 'report', str(target)], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and 'Traceback' not in r.stderr
+    (tmp_path / 'games.sqlite').write_text('not a database')
+    r = subprocess.run([EXE, 'report', str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+def test_foreign_run_directory_is_refused(tmp_path):
+    run_tournament(TournamentSpec(('linear',), 2, seed=1), tmp_path, progress=False)
+    r = subprocess.run([EXE, 'tournament', '--agents', 'linear', '--games-per-pair', '2', '--seed', '2', '--out', str(tmp_path)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and 'holds another tournament (differs in: seed)' in r.stderr
+
+def test_paired_design_properties():
+    spec = TournamentSpec(('hardliner', 'split', 'linear'), games_per_pair=9, seed=3, self_play=False)
+    tasks = list(plan(spec))
+    assert len(tasks) == 6 * 9 and len({t.game_id for t in tasks}) == len(tasks)
+    per_pair = {}
+    for t in tasks: per_pair.setdefault((t.buyer, t.seller), []).append((t.index, t.scenario, t.seed))
+    assert set(per_pair) == set(pairings(spec.agents, False)) and all(b != s for b, s in per_pair)
+    first = next(iter(per_pair.values()))
+    assert all(v == first for v in per_pair.values())
+    assert [sc.tier for _, sc, _ in first] == ['low', 'mid', 'high'] * 3
+    shuffled = TournamentSpec(('linear', 'hardliner', 'split'), games_per_pair=9, seed=3, self_play=False)
+    assert {t.game_id for t in plan(shuffled)} == {t.game_id for t in tasks}
+    other_seed = TournamentSpec(spec.agents, 9, seed=4, self_play=False)
+    assert not {t.game_id for t in plan(other_seed)} & {t.game_id for t in tasks}
+
+def test_failed_games_are_stored_as_no_deal_not_rerun(tmp_path):
+    from bilateral.agents import Agent, register_agent
+    class Broken(Agent):
+        async def act(self, obs): raise TimeoutError('model did not answer')
+    register_agent('broken-test', lambda a: Broken(), 'test agent that always fails')
+    s = run_tournament(TournamentSpec(('broken-test', 'linear'), 3), tmp_path, progress=False)
+    assert s['end_reasons'].get('agent_error') == 9 and s['stored'] == 12
+    with Store(tmp_path, create=False) as st: rows = st.rows()
+    assert not rows.loc[rows['end_reason'] == 'agent_error', 'deal'].any()
+    assert run_tournament(TournamentSpec(('broken-test', 'linear'), 3), tmp_path, progress=False)['played'] == 0
+
+def test_smoke_profile_through_papermill(tmp_path):
+    r = subprocess.run([EXE, 'reproduce', '--profile', 'smoke', '--out', str(tmp_path), '--quiet'], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    for nb in ('tournament.ipynb', 'report.ipynb'):
+        cells = json.loads((tmp_path / nb).read_text())['cells']
+        assert any('injected-parameters' in c['metadata'].get('tags', []) for c in cells)
+        assert all(not any(o.get('output_type') == 'error' for o in c.get('outputs', [])) for c in cells)
+    for f in ('leaderboard', 'share_by_tier', 'concession_curves', 'deal_rate_by_zopa_width', 'price_paths'):
+        assert (tmp_path / 'figures' / f'{f}.png').stat().st_size > 1000
+        html = (tmp_path / 'figures' / f'{f}.html').read_text()
+        assert 'cdn.jsdelivr' not in html
+    assert len(pd.read_parquet(tmp_path / 'games.parquet')) == 36
+    assert len((tmp_path / 'transcripts.jsonl').read_text().splitlines()) == 36
+    assert json.loads((tmp_path / 'summary.json').read_text())['games'] == 36
