@@ -68,13 +68,21 @@ def test_agent_error():
     assert (r.outcome.reason, r.outcome.by) == (EndReason.AGENT_ERROR, B)
     assert any('endpoint down' in rec.get('agent_error', '') for rec in r.transcript['log'])
 
+@pytest.mark.parametrize('reason', [EndReason.AGENT_LIMIT, EndReason.CONTEXT_OVERFLOW, EndReason.CONTENT_FILTER])
+def test_agent_stops_with_a_typed_reason(reason):
+    from bilateral.agents import AgentStop
+    class Stopper(Agent):
+        async def act(self, obs): raise AgentStop(reason, f'stopped: {reason.value}')
+    r = play(SC, 'linear', Stopper())
+    assert (r.outcome.reason, r.outcome.by, r.outcome.deal) == (reason, S, False)
+
 def test_seller_moves_first():
     eng = Engine(SC, Rules(first_mover='seller'))
     assert eng.next_turn() is S
 
 def test_every_reason_covered():
     "The tests above reach every EndReason."
-    covered = {'deal', 'quit', 'deadline', 'both_idle', 'event_cap', 'invalid_calls', 'agent_error'}
+    covered = {'deal', 'quit', 'deadline', 'both_idle', 'event_cap', 'invalid_calls', 'agent_error', 'agent_limit', 'context_overflow', 'content_filter'}
     assert covered == {r.value for r in EndReason}
 
 def test_waiting_party_sees_final_outcome():
