@@ -3,7 +3,7 @@ PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 PIP     := $(BIN)/pip install -q -c constraints.txt
-EXTRAS  ?= dev
+EXTRAS  ?= dev,llm,local,train
 
 .PHONY: test reproduce venv sync-check nbtest pytest bench clean
 

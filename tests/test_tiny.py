@@ -1,0 +1,93 @@
+"The tiny offline model: built with no download, valid tool calls against the ladder, served by a real `transformers serve`."
+import json, os, subprocess, sys, time, urllib.request
+from pathlib import Path
+import pytest
+from bilateral.tiny import tool_call_rate, TINY_WINDOW
+from bilateral.tournament import TournamentSpec, run_tournament
+from bilateral.store import Store
+from bilateral.fakeserver import free_port
+
+def test_build_report(tiny_model):
+    d, rep = tiny_model
+    assert rep['params'] < 3_000_000 and rep['vocab'] <= 2048 and rep['samples'] > 100
+    assert json.loads((d / 'bilateral_tiny.json').read_text()) == rep
+    cfg = json.loads((d / 'config.json').read_text())
+    assert cfg['model_type'] == 'qwen3'
+    tok = json.loads((d / 'tokenizer_config.json').read_text())
+    assert '{% generation %}' in (tok.get('chat_template') or (d / 'chat_template.jinja').read_text())
+
+def test_valid_tool_calls_against_the_ladder(tiny_model):
+    d, _ = tiny_model
+    r = tool_call_rate(f'hf:{d}?window={TINY_WINDOW}', n_games=14)
+    print(r)
+    assert r['replies'] >= 50
+    assert r['well_formed'] >= 0.9, r
+
+@pytest.fixture(scope='module')
+def served(tiny_model):
+    d, _ = tiny_model
+    port = free_port()
+    exe = str(Path(sys.executable).parent / 'transformers')
+    proc = subprocess.Popen([exe, 'serve', '--host', '127.0.0.1', '--port', str(port), '--device', 'cpu', str(d)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    t0 = time.time()
+    while time.time() - t0 < 120:
+        try:
+            with urllib.request.urlopen(f'http://127.0.0.1:{port}/health', timeout=2): break
+        except OSError:
+            if proc.poll() is not None: raise RuntimeError(proc.stderr.read()[-2000:])
+            time.sleep(0.3)
+    else: proc.kill(); raise RuntimeError('transformers serve did not start')
+    yield f'http://127.0.0.1:{port}/v1'
+    proc.terminate()
+    try: proc.wait(10)
+    except subprocess.TimeoutExpired: proc.kill()
+
+def test_openai_agent_against_transformers_serve(served, tiny_model, tmp_path):
+    "A tournament of the OpenAI-compatible agent (official client, real server) against scripted agents; the rerun is all cache hits."
+    d, _ = tiny_model
+    spec = TournamentSpec((f'openai:{d}@{served}?window={TINY_WINDOW}&max_tokens=96', 'conceder', 'boulware'), games_per_pair=2, seed=6, self_play=False)
+    a = run_tournament(spec, tmp_path / 'a', concurrency=4, progress=False)
+    assert a['stored'] == a['games'] == 12
+    with Store(tmp_path / 'a', create=False) as st: rows = st.rows()
+    llm = rows['buyer'].str.startswith('openai')
+    calls = rows.loc[llm, 'buyer_llm_calls'].sum() + rows.loc[rows['seller'].str.startswith('openai'), 'seller_llm_calls'].sum()
+    assert calls > 0 and rows.loc[llm, 'buyer_cache_hits'].sum() == 0
+    reasons = set(rows['end_reason'])
+    assert reasons <= {'deal', 'quit', 'deadline', 'both_idle', 'event_cap', 'invalid_calls', 'agent_limit'}, reasons
+    b = run_tournament(spec, tmp_path / 'b', concurrency=4, progress=False)
+    with Store(tmp_path / 'b', create=False) as st: rb = st.rows()
+    lb = rb['buyer'].str.startswith('openai'); ls = rb['seller'].str.startswith('openai')
+    assert (rb.loc[lb, 'buyer_cache_hits'] == rb.loc[lb, 'buyer_llm_calls']).all()       # zero requests: every call a cache hit
+    assert (rb.loc[ls, 'seller_cache_hits'] == rb.loc[ls, 'seller_llm_calls']).all()
+    with Store(tmp_path / 'a', create=False) as x, Store(tmp_path / 'b', create=False) as y:
+        strip = lambda t: {k: v for k, v in t.items() if k != 'agent_info'}
+        assert {g: strip(t) for g, t in x.transcripts()} == {g: strip(t) for g, t in y.transcripts()}
+
+def test_local_agent_batches_concurrent_games(tiny_model):
+    "Concurrent games on one local model share generate() calls."
+    import asyncio
+    from bilateral.agents import play_game, run_sync
+    from bilateral.scenarios import sample_scenarios
+    from bilateral import local
+    d, _ = tiny_model
+    async def go():
+        games = await asyncio.gather(*(play_game(sc, f'hf:{d}?window=4&max_turns=6', 'conceder', seed=i) for i, sc in enumerate(sample_scenarios(8, seed=2))))
+        lm = local.local_model(str(d))
+        return games, lm.batches
+    games, batches = run_sync(go())
+    replies = sum(g.info['buyer']['calls'] for g in games)
+    assert replies >= 8 and batches < replies, (batches, replies)
+
+def test_human_play_in_a_terminal():
+    "`bilateral play` reads commands from standard input and shows the game; a bad command gets a hint."
+    exe = str(Path(sys.executable).parent / 'bilateral')
+    r = subprocess.run([exe, 'play', '--role', 'seller', '--opponent', 'conceder', '--seed', '3'], input='fly away\noffer abc\nhelp\noffer 99999\noffer 28\nwait\nquit\n',
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert 'You are the seller' in out and 'Your private cost' in out
+    assert "unknown command 'fly'" in out and 'offer needs a price' in out and 'commands: offer PRICE' in out
+    assert 'out_of_range' in out                                   # the engine's answer to an offer above the cap
+    assert 'the other side offers' in out and 'Game over' in out and 'buyer conceder' in out and 'seller human' in out
+    assert 'Traceback' not in r.stderr
