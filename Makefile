@@ -4,6 +4,9 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 PIP     := $(BIN)/pip install -q -c constraints.txt
 EXTRAS  ?= dev,llm,local,train
+# Nothing is ever fetched from a model hub: the tests build their tiny model offline.
+export HF_HUB_OFFLINE := 1
+export HF_HUB_DISABLE_TELEMETRY := 1
 
 .PHONY: test reproduce venv sync-check nbtest pytest bench clean
 

@@ -12,7 +12,7 @@ def test_agents_lists_the_ladder():
     r = run('agents')
     assert r.returncode == 0
     names = [l.split()[0] for l in r.stdout.splitlines()]
-    assert names == ['boulware', 'linear', 'conceder', 'tit-for-tat', 'accommodating', 'hardliner', 'split', 'random']
+    assert names == ['boulware', 'linear', 'conceder', 'tit-for-tat', 'accommodating', 'hardliner', 'split', 'random', 'openai', 'hf', 'narrated', 'human']
 
 def test_run_json_fields_and_determinism():
     a = run('run', '--buyer', 'boulware', '--seller', 'conceder', '--seed', '4', '--preset', 'mixed', '--json')

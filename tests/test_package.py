@@ -31,8 +31,10 @@ def test_readme_is_the_rendered_index(root):
 
 def test_index_outputs_are_current(root):
     "Re-running the index notebook gives the outputs stored in it (and so in the README)."
-    import readme
-    fresh = readme.execute(save=False)
+    code = f"import sys, json; sys.path.insert(0, {str(root / 'tools')!r}); import readme; print(json.dumps(readme.execute(save=False)))"
+    r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300, cwd=root)   # a fresh process: no test's agents
+    assert r.returncode == 0, r.stderr[-2000:]
+    fresh = json.loads(r.stdout.strip().splitlines()[-1])
     stored = json.loads((root / 'nbs' / 'index.ipynb').read_text())
     outs = lambda cells: [[o.get('text') or o.get('data', {}).get('text/plain') for o in c.get('outputs', [])] for c in cells if c['cell_type'] == 'code']
     norm = lambda xs: [[''.join(t) if isinstance(t, list) else t for t in c] for c in xs]
