@@ -7,11 +7,11 @@ Docs: https://github.com/bilateral-dev/bilateral/fakeserver.html.md"""
 # %% auto #0
 __all__ = ['play_reply', 'completion', 'make_app', 'free_port', 'serve', 'main']
 
-# %% ../nbs/06b_fakeserver.ipynb #f371359e
+# %% ../nbs/06b_fakeserver.ipynb #db092b26
 import argparse, asyncio, json, re, socket, subprocess, sys, time, urllib.request
 from collections import Counter
 
-# %% ../nbs/06b_fakeserver.ipynb #a60a5ce2
+# %% ../nbs/06b_fakeserver.ipynb #73dcd3af
 def _listing(messages) -> float:
     m = re.search(r'Listing price: \$([0-9]+(?:\.[0-9]+)?)', next((x['content'] for x in messages if x['role'] == 'user'), '') or '')
     return float(m.group(1)) if m else 100.0
@@ -33,7 +33,7 @@ def completion(model: str, content, calls, finish='tool_calls', n_in=10, n_out=5
             'choices': [{'index': 0, 'message': msg, 'finish_reason': finish if tcs or finish != 'tool_calls' else 'stop'}],
             'usage': {'prompt_tokens': n_in, 'completion_tokens': n_out, 'total_tokens': n_in + n_out}}
 
-# %% ../nbs/06b_fakeserver.ipynb #cc08acc6
+# %% ../nbs/06b_fakeserver.ipynb #f2931bce
 def make_app():
     "The FastAPI app of the fault-injecting endpoint."
     from fastapi import FastAPI, Request
@@ -72,10 +72,14 @@ def make_app():
             bad = [[('make_offer', '{"price": 12')], [(None, '{}')], []][turn]
             return completion(model, 'oops', bad, n_in=n_in)
         content, calls = play_reply(msgs)
-        return completion(model, content, calls, n_in=n_in)
+        out = completion(model, content, calls, n_in=n_in)
+        if kind == 'reasoning':
+            out['choices'][0]['message']['reasoning_content'] = 'private plan: never go above my value'
+            stats['reasoning_echoed'] += any('reasoning_content' in m for m in msgs)
+        return out
     return app
 
-# %% ../nbs/06b_fakeserver.ipynb #6e3980d5
+# %% ../nbs/06b_fakeserver.ipynb #d76d3d35
 def free_port() -> int:
     "A free TCP port on 127.0.0.1."
     with socket.socket() as s: s.bind(('127.0.0.1', 0)); return s.getsockname()[1]

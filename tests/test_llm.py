@@ -120,3 +120,11 @@ def test_canary_api_key_never_written(srv, tmp_path, monkeypatch):
     blob = '\n'.join(texts)
     assert 'refused the request (HTTP 401)' in blob                 # the leaky endpoint was hit
     assert key not in blob and key[3:15] not in blob and key[-12:] not in blob
+
+def test_reasoning_is_kept_private(srv):
+    "A reasoning model's reasoning is stored with its own messages, never sent back, never shown to the opponent."
+    g = play(SC[2], agent(srv, 'reasoning'), 'narrated:linear', seed=5)
+    mine = [m for m in g.messages['buyer'] if m['role'] == 'assistant']
+    assert mine and all(m.get('reasoning_content', '').startswith('private plan') for m in mine)
+    assert srv.stats().get('reasoning_echoed', 0) == 0
+    assert 'private plan' not in json.dumps(g.messages['seller']) and 'private plan' not in json.dumps(g.transcript['log'])
