@@ -15,6 +15,20 @@ N = 49 * 30
 def start(out):
     return subprocess.Popen([EXE, *ARGS, '--out', str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
+# Kill -9 and Ctrl-C tests run `bilateral` with the `held` agent (tests/held_cli.py): with the hold set, the run can never
+# finish before the signal lands, whatever the machine's speed; without it, the same command plays every game.
+HELD = [sys.executable, str(Path(__file__).parent / 'held_cli.py'), 'tournament', '--agents',
+        'held,boulware,linear,conceder,tit-for-tat', '--games-per-pair', '40', '--seed', '5', '--preset', 'mixed', '--quiet']
+HELD_N = 25 * 40
+
+def start_held(out, hold_after=200):
+    env = {**os.environ, 'BILATERAL_TEST_HOLD_AFTER': str(hold_after)}
+    return subprocess.Popen([*HELD, '--out', str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+def run_held(out):
+    env = {k: v for k, v in os.environ.items() if k != 'BILATERAL_TEST_HOLD_AFTER'}
+    return subprocess.run([*HELD, '--out', str(out)], capture_output=True, text=True, timeout=600, env=env)
+
 def stored(out):
     "Count games from another process's point of view (a plain read-only sqlite connection)."
     p = Path(out) / 'games.sqlite'
@@ -44,37 +58,46 @@ def reference(tmp_path_factory):
     assert r.returncode == 0, r.stderr
     return out, snapshot(out)
 
-def test_kill_9_then_resume_loses_and_duplicates_nothing(tmp_path, reference):
-    out = tmp_path / 'run'
-    proc = start(out)
-    seen = wait_for(out, 300, proc)
-    assert proc.poll() is None, 'the run finished before it could be killed; make it longer'
-    os.kill(proc.pid, signal.SIGKILL); proc.wait()
-    killed_at = stored(out)
-    assert 300 <= killed_at < N
-    assert seen == sorted(seen)                                   # a concurrent reader saw the count only grow
-    r = subprocess.run([EXE, *ARGS, '--out', str(out)], capture_output=True, text=True, timeout=600)
+@pytest.fixture(scope='module')
+def held_reference(tmp_path_factory):
+    "An uninterrupted run of the `held` command."
+    out = tmp_path_factory.mktemp('held-ref')
+    r = run_held(out)
     assert r.returncode == 0, r.stderr
-    assert f'{N}/{N} games stored' in r.stdout and f'({N - killed_at} played now' in r.stdout
-    con = sqlite3.connect(out / 'games.sqlite')
-    assert con.execute('SELECT COUNT(*), COUNT(DISTINCT game_id) FROM games').fetchone() == (N, N)
-    rows, transcripts = snapshot(out)
-    ref_rows, ref_transcripts = reference[1]
-    pd.testing.assert_frame_equal(rows, ref_rows)
-    assert transcripts == ref_transcripts
+    return snapshot(out)
 
-def test_ctrl_c_keeps_finished_games_and_exits_cleanly(tmp_path, reference):
+def test_kill_9_then_resume_loses_and_duplicates_nothing(tmp_path, held_reference):
     out = tmp_path / 'run'
-    proc = start(out)
-    wait_for(out, 200, proc)
+    proc = start_held(out)
+    seen = wait_for(out, 150, proc)
+    assert proc.poll() is None, proc.communicate()[1][-2000:]       # the hold keeps it running: no race with the kill
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    killed_at = stored(out)
+    assert 150 <= killed_at < HELD_N
+    assert seen == sorted(seen)                                   # a concurrent reader saw the count only grow
+    r = run_held(out)
+    assert r.returncode == 0, r.stderr
+    assert f'{HELD_N}/{HELD_N} games stored' in r.stdout and f'({HELD_N - killed_at} played now' in r.stdout
+    con = sqlite3.connect(out / 'games.sqlite')
+    assert con.execute('SELECT COUNT(*), COUNT(DISTINCT game_id) FROM games').fetchone() == (HELD_N, HELD_N)
+    rows, transcripts = snapshot(out)
+    pd.testing.assert_frame_equal(rows, held_reference[0])
+    assert transcripts == held_reference[1]
+
+def test_ctrl_c_keeps_finished_games_and_exits_cleanly(tmp_path, held_reference):
+    out = tmp_path / 'run'
+    proc = start_held(out)
+    wait_for(out, 150, proc)
+    assert proc.poll() is None
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 2 and 'Traceback' not in err, err
     n = stored(out)
-    assert f'interrupted: {n} finished games are stored' in err and 0 < n < N
-    r = subprocess.run([EXE, *ARGS, '--out', str(out)], capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0 and stored(out) == N
-    pd.testing.assert_frame_equal(snapshot(out)[0], reference[1][0])
+    assert f'interrupted: {n} finished games are stored' in err and 150 <= n < HELD_N
+    r = run_held(out)
+    assert r.returncode == 0 and stored(out) == HELD_N, r.stderr
+    pd.testing.assert_frame_equal(snapshot(out)[0], held_reference[0])
 
 def test_report_reads_while_a_run_goes_on(tmp_path):
     out = tmp_path / 'run'
