@@ -29,6 +29,8 @@ class Agent:
         raise NotImplementedError
     async def finish(self, obs: Observation) -> None:
         "See the last results once the game is over."
+    def check(self) -> None:
+        "Raise `ConfigError` when this agent cannot play at all (a missing API key, say); runs before any game starts."
 
 # %% ../nbs/04_agents.ipynb #d5203a02
 class AgentStop(BilateralError):
@@ -83,20 +85,27 @@ class GameResult:
     invalid: dict         # role value -> invalid calls
     messages: dict = None # role value -> the agent's own conversation (chat messages), for agents that keep one
     info: dict = None     # role value -> what an agent reports about itself (model, prompt name and hash, usage, cost)
+    failure: dict = None  # why the game could not be played: role, cause, message, fatal (outcome `agent_error`)
 
-async def _guarded(eng: Engine, role: Role, coro):
-    "Await an agent's coroutine; if it fails, end the game with the right reason."
+async def _guarded(eng: Engine, role: Role, coro, failure: dict):
+    "Await an agent's coroutine; if it fails, end the game with the right reason (and say why it could not be played)."
     try: return await coro
     except AgentStop as e: eng.fail(role, str(e), e.reason)
-    except Exception as e: eng.fail(role, f'{type(e).__name__}: {e}')
+    except Unreachable as e:
+        failure.update(role=role.value, cause=e.cause, message=str(e)[:500], fatal=e.fatal)
+        eng.fail(role, str(e))
+    except Exception as e:
+        failure.update(role=role.value, cause='agent_crash', message=f'{type(e).__name__}: {e}'[:500], fatal=False)
+        eng.fail(role, f'{type(e).__name__}: {e}')
 
 async def play_game(scenario: Scenario, buyer: Agent | str, seller: Agent | str, rules: Rules = Rules(), seed: int = 0) -> GameResult:
     "Play one game between two agents."
     eng, agents = Engine(scenario, rules, seed), {Role.BUYER: make_agent(buyer), Role.SELLER: make_agent(seller)}
+    failure = {}
     for role, a in agents.items():
-        if not eng.done: await _guarded(eng, role, a.start(eng.brief(role)))
+        if not eng.done: await _guarded(eng, role, a.start(eng.brief(role)), failure)
     while (role := eng.next_turn()) is not None:
-        calls = await _guarded(eng, role, agents[role].act(eng.take(role)))
+        calls = await _guarded(eng, role, agents[role].act(eng.take(role)), failure)
         if eng.done: break
         eng.submit(role, calls)
     for role, a in agents.items():
@@ -106,7 +115,7 @@ async def play_game(scenario: Scenario, buyer: Agent | str, seller: Agent | str,
     msgs = {r.value: a.messages for r, a in agents.items() if getattr(a, 'messages', None) is not None}
     info = {r.value: a.info() for r, a in agents.items() if hasattr(a, 'info')}
     return GameResult(scenario, eng.outcome, tuple(eng.events), eng.transcript(names, info or None), names, seed,
-                      {r.value: p.invalid for r, p in eng.parties.items()}, msgs or None, info or None)
+                      {r.value: p.invalid for r, p in eng.parties.items()}, msgs or None, info or None, failure or None)
 
 # %% ../nbs/04_agents.ipynb #3383c3ae
 def run_sync(coro):

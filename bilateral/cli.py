@@ -6,7 +6,7 @@ Docs: https://github.com/bilateral-dev/bilateral/cli.html.md"""
 
 # %% ../nbs/13_cli.ipynb #1c80d5bc
 from __future__ import annotations
-import argparse, json, math, sys
+import argparse, json, math, sqlite3, sys
 from pathlib import Path
 from .core import *
 from .scenarios import PRESETS, load_catalogue, make_scenario, sample_scenarios
@@ -16,11 +16,17 @@ from .metrics import game_row, leaderboard
 import bilateral.strategies
 
 # %% auto #0
-__all__ = ['CliError', 'cmd_agents', 'cmd_run', 'cmd_tournament', 'cmd_report', 'cmd_reproduce', 'cmd_play', 'cmd_tiny',
-           'cmd_bench', 'parser', 'main']
+__all__ = ['CliError', 'Incomplete', 'cmd_agents', 'cmd_run', 'cmd_tournament', 'cmd_report', 'cmd_reproduce', 'cmd_play',
+           'cmd_tiny', 'cmd_bench', 'parser', 'main']
 
 # %% ../nbs/13_cli.ipynb #ca6d725b
 class CliError(Exception): "A usage error, reported in one line."
+
+class Incomplete(Exception):
+    "A command that did its work but left some of it undone: its output, then one line on stderr, exit 3."
+    def __init__(self, output: str, message: str):
+        super().__init__(message)
+        self.output = output
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message): raise CliError(message)
@@ -43,8 +49,9 @@ def _clean(d: dict) -> dict: return {k: (None if isinstance(v, float) and math.i
 def cmd_run(a) -> str:
     "Play one game and print it (or its summary as JSON)."
     rules = Rules(deadline=a.deadline, first_mover=a.first_mover)
-    make_agent(a.buyer), make_agent(a.seller)
+    for spec in (a.buyer, a.seller): make_agent(spec).check()
     r = play(_scenario(a), a.buyer, a.seller, rules, a.seed)
+    if r.failure: raise CliError(f"the game could not be played ({r.failure['cause']}): {r.failure['message']}")
     if not a.json: return format_game(r)
     row = game_row(r)
     keys = ['deal', 'price', 'buyer_value', 'seller_cost', 'buyer_share', 'seller_share', 'end_reason', 'n_events', 'duration_s',
@@ -52,21 +59,38 @@ def cmd_run(a) -> str:
     return dumps(_clean({k: row[k] for k in keys}))
 
 # %% ../nbs/13_cli.ipynb #04136b04
+def _agent_limits(items: list[str]) -> dict | None:
+    "`--agent-limit AGENT=K` options -> {agent: K}."
+    out = {}
+    for x in items:
+        k, eq, v = x.rpartition('=')
+        if not eq or not k or not v.isdigit() or int(v) < 1:
+            raise CliError(f'--agent-limit takes AGENT=K with a whole number K >= 1, got {x!r}')
+        out[k] = int(v)
+    return out or None
+
 def cmd_tournament(a) -> str:
     "Play a paired round-robin into a run directory."
     from bilateral.tournament import TournamentSpec, run_tournament
     from bilateral.metrics import format_leaderboard
     from bilateral.store import Store
     spec = TournamentSpec(tuple(x for x in a.agents.split(',') if x), a.games_per_pair, a.preset, a.seed, not a.no_self_play)
-    limits = dict((k, int(v)) for k, _, v in (x.partition('=') for x in a.agent_limit)) if a.agent_limit else None
-    try: s = run_tournament(spec, a.out, concurrency=a.concurrency, agent_limits=limits, progress=not a.quiet)
+    limits = _agent_limits(a.agent_limit)
+    try: s = run_tournament(spec, a.out, concurrency=a.concurrency, agent_limits=limits, progress=not a.quiet, extend=a.extend)
     except KeyboardInterrupt:
         with Store(a.out) as st: n = st.count()
         raise CliError(f'interrupted: {n} finished games are stored in {a.out}; run the same command again to resume') from None
-    with Store(a.out, create=False) as st: lb = leaderboard(st.rows())
+    with Store(a.out, create=False) as st: lb = leaderboard(st.rows()) if st.count() else None
     reasons = ', '.join(f'{k} {v}' for k, v in s['end_reasons'].items())
-    return (f"{s['stored']}/{s['games']} games stored in {a.out} ({s['played']} played now in {s['seconds']} s"
-            f"{', %.0f games/s' % s['games_per_s'] if s['games_per_s'] else ''}){'; ' + reasons if reasons else ''}\n" + format_leaderboard(lb))
+    rate = f", {s['games_per_s']:.0f} games/s" if s['games_per_s'] else ''
+    out = (f"{s['stored']}/{s['games']} games stored in {a.out} ({s['played']} played now in {s['seconds']} s{rate})"
+           f"{'; ' + reasons if reasons else ''}")
+    if lb is not None: out += '\n' + format_leaderboard(lb)
+    if s['failed']:
+        causes = ', '.join(f'{k} {v}' for k, v in s['failures'].items())
+        raise Incomplete(out, f"{s['failed']} games could not be played ({causes}); they are not scored; "
+                              'run the same command again to play them')
+    return out
 
 def cmd_report(a) -> str:
     "Tables and figures of a run directory."
@@ -75,7 +99,11 @@ def cmd_report(a) -> str:
     rep = write_report(a.run_dir, n_boot=a.n_boot, figures=not a.no_figures)
     r = rep['tables']['ratings']
     ratings = '\n'.join(f"{x.agent:<15}{x.rating:8.1f}  [{x.lo:.1f}, {x.hi:.1f}]" for x in r.itertuples())
-    return (format_leaderboard(rep['tables']['leaderboard']) + '\n\nBradley-Terry rating (Elo scale, 95% CI)\n' + ratings +
+    sm = rep['summary']
+    gap = '' if not sm['missing'] else (f"\n\n{sm['missing']} of {sm['planned']} planned games are not in the results "
+                                        f"(could not be played: {', '.join(f'{k} {v}' for k, v in sm['failures'].items()) or 'none recorded'});"
+                                        ' they are not scored')
+    return gap.lstrip('\n') + ('\n\n' if gap else '') + (format_leaderboard(rep['tables']['leaderboard']) + '\n\nBradley-Terry rating (Elo scale, 95% CI)\n' + ratings +
             f"\n\nwrote {len(rep['tables'])} tables to {Path(a.run_dir) / 'tables'}, {len(rep['figures'])} figures to {Path(a.run_dir) / 'figures'}")
 
 def cmd_reproduce(a) -> str:
@@ -147,7 +175,9 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument('--seed', type=int, default=0); t.add_argument('--out', required=True, help='run directory')
     t.add_argument('--concurrency', type=int, default=8); t.add_argument('--preset', default='always-zopa', choices=list(PRESETS))
     t.add_argument('--agent-limit', action='append', default=[], metavar='AGENT=K', help='at most K concurrent games of AGENT')
-    t.add_argument('--no-self-play', action='store_true'); t.add_argument('--quiet', action='store_true'); t.set_defaults(fn=cmd_tournament)
+    t.add_argument('--no-self-play', action='store_true'); t.add_argument('--quiet', action='store_true')
+    t.add_argument('--extend', action='store_true', help='add agents or games to the run already in --out')
+    t.set_defaults(fn=cmd_tournament)
     rp = sub.add_parser('report', help='tables and figures of a run directory')
     rp.add_argument('run_dir'); rp.add_argument('--n-boot', type=int, default=1000); rp.add_argument('--no-figures', action='store_true')
     rp.set_defaults(fn=cmd_report)
@@ -174,11 +204,19 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 def main(argv: list[str] | None = None) -> int:
-    "Entry point of the `bilateral` console script."
+    "Entry point of the `bilateral` console script: exit 0 done, 2 an error (one line), 3 done with games left unplayed."
     try:
         a = parser().parse_args(argv)
         print(a.fn(a))
         return 0
+    except Incomplete as e:
+        print(e.output)
+        print(f'bilateral: {e}', file=sys.stderr)
+        return 3
     except (CliError, BilateralError, ValueError) as e:
         print(f'bilateral: error: {e}', file=sys.stderr)
+        return 2
+    except (OSError, sqlite3.Error) as e:
+        where = f' ({e.filename})' if getattr(e, 'filename', None) else ''
+        print(f'bilateral: error: {getattr(e, "strerror", None) or e}{where}', file=sys.stderr)
         return 2

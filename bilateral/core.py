@@ -12,8 +12,8 @@ from enum import Enum
 from typing import NamedTuple
 
 # %% auto #0
-__all__ = ['BilateralError', 'CatalogError', 'ConfigError', 'ReplayError', 'to_cents', 'to_dollars', 'fmt_money', 'Role', 'Item',
-           'Scenario', 'Offer', 'EndReason', 'Event', 'Outcome', 'derive_seed']
+__all__ = ['BilateralError', 'CatalogError', 'ConfigError', 'ReplayError', 'Unreachable', 'to_cents', 'to_dollars', 'fmt_money',
+           'Role', 'Item', 'Scenario', 'Offer', 'EndReason', 'Event', 'Outcome', 'derive_seed']
 
 # %% ../nbs/00_core.ipynb #2547bc7d
 class BilateralError(Exception):
@@ -27,6 +27,12 @@ class ConfigError(BilateralError):
 
 class ReplayError(BilateralError):
     "A stored transcript does not reproduce when re-run through the engine."
+
+class Unreachable(BilateralError):
+    "A game cannot be played: its model could not be reached. Such a game is recorded with `cause`, never scored, and played again by the next run; a `fatal` cause (a refused key, an unknown model) stops the whole run."
+    def __init__(self, cause: str, message: str, fatal: bool = False):
+        super().__init__(message)
+        self.cause, self.fatal = cause, fatal
 
 # %% ../nbs/00_core.ipynb #a9251ea3
 def to_cents(dollars: float) -> int:
@@ -99,11 +105,15 @@ class EndReason(str, Enum):
     BOTH_IDLE = 'both_idle'          # both parties waited for the other with no timer pending
     EVENT_CAP = 'event_cap'          # too many actions
     INVALID_CALLS = 'invalid_calls'  # a party used up its allowance of invalid tool calls
-    AGENT_ERROR = 'agent_error'      # the agent itself failed (crash, endpoint down or refusing the key); scored as no deal
+    AGENT_ERROR = 'agent_error'      # the game could not be played (model unreachable, key refused, agent crashed): never scored
     AGENT_LIMIT = 'agent_limit'      # the agent hit its own per-game limit on turns, tokens or wall time
     CONTEXT_OVERFLOW = 'context_overflow'  # the conversation no longer fits the model's context
     CONTENT_FILTER = 'content_filter'      # the model's provider refused to answer
     def __str__(self): return self.value
+    @property
+    def scored(self) -> bool:
+        "Does a game that ended so count in results? Every ending but `agent_error` is the play of the agents."
+        return self is not EndReason.AGENT_ERROR
 
 class Event(NamedTuple):
     "One public action at simulated time `t`."

@@ -90,7 +90,7 @@ class Engine:
     def __init__(self, scenario: Scenario, rules: Rules = Rules(), seed: int = 0):
         self.scenario, self.rules, self.seed = scenario, rules, seed
         self.limits = Limits(max_price=int(rules.price_cap * scenario.item.listing_price), max_text=rules.max_message,
-                             max_wait=rules.deadline)
+                             max_wait=rules.deadline, max_arguments=8 * rules.max_message + 1000)
         self.parties = {r: _Party(r, random.Random(derive_seed(seed, 'latency', r.value))) for r in Role}
         self.parties[Role.BUYER].opp, self.parties[Role.SELLER].opp = self.parties[Role.SELLER], self.parties[Role.BUYER]
         self._lat = (rules.latency[0], rules.latency[1] - rules.latency[0])
@@ -230,6 +230,22 @@ def _land(self: Engine, p: _Party, name: str, args: dict) -> dict:
     return None   # deferred: filled in when the party wakes
 
 # %% ../nbs/03_engine.ipynb #54fefbf7
+def _as_call(c) -> ToolCall:
+    "Any value an agent returned as a call -> a `ToolCall` whose name and id store as JSON (a bad name stays bad)."
+    if type(c) is not ToolCall:
+        if isinstance(c, dict): c = ToolCall(c.get('name'), c.get('arguments', '{}'), c.get('id', ''))
+        elif isinstance(c, (tuple, list)) and 1 <= len(c) <= 3: c = ToolCall(*c)
+        else: c = ToolCall(None, plain_arguments(c))
+    name, cid = c.name, c.id
+    if not (name is None or type(name) is str): name = f'<{type(name).__name__}>'
+    if type(cid) is not str: cid = '' if cid is None else f'<{type(cid).__name__}>'
+    return c if name is c.name and cid is c.id else ToolCall(name, c.arguments, cid)
+
+def _stored_arguments(self: Engine, raw):
+    "What the record keeps of a rejected call's arguments: enough to give the same error on replay."
+    raw = plain_arguments(raw)
+    return raw[:self.limits.max_arguments + 1] if type(raw) is str else raw
+
 def _call(self: Engine, p: _Party, c: ToolCall, turn_over: bool):
     "Process one call; return (result content or None if deferred, whether the turn is over)."
     if self.outcome is not None: return {'ok': False, 'error': 'game_over', 'message': 'the game has ended'}, True
@@ -239,7 +255,8 @@ def _call(self: Engine, p: _Party, c: ToolCall, turn_over: bool):
         _check_state(self, p, c.name, args)
     except ToolError as e:
         p.invalid += 1
-        self.log.append({'role': p.name, 'batch': self.n_batches, 'id': c.id, 'tool': c.name, 'arguments': c.arguments, 'result': e.result()})
+        self.log.append({'role': p.name, 'batch': self.n_batches, 'id': c.id, 'tool': c.name,
+                         'arguments': _stored_arguments(self, c.arguments), 'result': e.result()})
         if p.invalid > self.rules.max_invalid: _end(self, EndReason.INVALID_CALLS, by=p.role)
         return e.result(), turn_over
     t = self.now + self._lat[0] + self._lat[1] * p.rng.random()
@@ -265,6 +282,7 @@ def submit(self: Engine, role: Role, calls: list) -> None:
     if self.turn is not role: raise BilateralError(f'it is not {role}\'s turn')
     p, over = self.parties[role], False
     self.n_batches += 1
+    if not isinstance(calls, (list, tuple)): calls = [] if calls is None else [calls]
     if not calls:
         p.invalid += 1
         self.log.append({'role': role.value, 'batch': self.n_batches, 'tool': None, 'result': ToolError('no_tool_call', '').result()})
@@ -272,7 +290,7 @@ def submit(self: Engine, role: Role, calls: list) -> None:
         if p.invalid > self.rules.max_invalid: _end(self, EndReason.INVALID_CALLS, by=role)
         return
     for c in calls:
-        c = c if isinstance(c, ToolCall) else ToolCall(*c)
+        c = _as_call(c)
         res, over = _call(self, p, c, over)
         if res is None: p.deferred = len(p.batch)
         p.batch.append(ToolResult(c.id, c.name, res))
@@ -316,28 +334,37 @@ def dumps(obj) -> str:
     "Canonical JSON: sorted keys, ASCII with escapes, no NaN, compact."
     return json.dumps(obj, sort_keys=True, separators=(',', ':'), allow_nan=False)
 
-def _batches(log):
-    "The calls of a log, grouped into the batches they were submitted in."
-    out = {}
-    for rec in log:
+def _actions(log):
+    "What the drivers did, in order: ('submit', role, calls) per batch and ('fail', role, why, reason, first) per failure."
+    out, batch = [], None
+    for i, rec in enumerate(log):
+        if 'agent_error' in rec: out.append(('fail', rec['role'], rec['agent_error'], EndReason(rec['reason']), i == 0))
         if 'batch' not in rec: continue
-        role, calls = out.setdefault(rec['batch'], (rec['role'], []))
-        if rec['tool'] is not None: calls.append(ToolCall(rec['tool'], rec['arguments'], rec['id']))
-    return list(out.values())
+        if rec['batch'] != batch:
+            batch = rec['batch']
+            out.append(('submit', rec['role'], []))
+        if 'arguments' in rec: out[-1][2].append(ToolCall(rec['tool'], rec['arguments'], rec['id']))
+    return out
 
 # %% ../nbs/03_engine.ipynb #0f000793
 def replay(t: dict) -> Engine:
     "Re-run a transcript through a fresh engine; raise `ReplayError` at the first difference."
     rules = Rules(**{**t['rules'], 'latency': tuple(t['rules']['latency'])})
     eng = Engine(scenario_from_json(t['scenario']), rules, t['seed'])
-    for role, calls in _batches(t['log']):
+    for kind, role, *rest in _actions(t['log']):
+        if kind == 'fail':
+            why, reason, before_start = rest
+            if not before_start: eng.next_turn()
+            eng.fail(Role(role), why, reason)
+            continue
         got = eng.next_turn()
         if got is None or got.value != role: raise ReplayError(f'expected {role} to act, engine says {got}')
         eng.take(got)
-        eng.submit(got, calls)
+        eng.submit(got, rest[0])
     eng.next_turn()
     a, b = dumps(eng.transcript(t['agents'], t.get('agent_info'))), dumps(t)
     if a != b:
-        i = next(i for i, (x, y) in enumerate(zip(a, b)) if x != y) if a[:min(len(a), len(b))] != b[:min(len(a), len(b))] else min(len(a), len(b))
+        n = min(len(a), len(b))
+        i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), n)
         raise ReplayError(f'replay differs at character {i}: {a[max(0, i-60):i+60]!r} vs {b[max(0, i-60):i+60]!r}')
     return eng

@@ -56,7 +56,7 @@ def _money(cents: int) -> str: return f'{cents / 100:,.2f}'.replace(',', '')
 
 def fence(text: str) -> str:
     "Wrap opponent text so that it reads as data."
-    return '<opponent_message>' + text.replace('<', '&lt;').replace('>', '&gt;') + '</opponent_message>'
+    return '<opponent_message>' + text.replace('&', '&amp;').replace('<', '&lt;').replace('>', '&gt;') + '</opponent_message>'
 
 def render_result(content: dict) -> str:
     "A tool result as the JSON text the model reads, opponent texts fenced."
@@ -231,7 +231,7 @@ class Endpoint:
         if key_env and not key: raise ConfigError(f'no API key: set the environment variable {key_env} for {base_url or "api.openai.com"}')
         self._secret = key
         self.client = openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout)
-        self.limiter, self.dead, self.requests = AdaptiveLimiter(concurrency), None, 0
+        self.limiter, self.dead, self.requests, self.ok = AdaptiveLimiter(concurrency), None, 0, 0
 
     def scrub(self, text: str) -> str:
         "Remove the key (and any long piece of it) from a text."
@@ -275,35 +275,49 @@ def _is_context_overflow(err) -> bool:
 
 RETRY_STATUS = {408, 409, 429}
 
+def _refused(ep: Endpoint, status: int) -> str:
+    "The one line that says an endpoint refused us, and what to check."
+    where = ep.base_url or 'api.openai.com'
+    what = f'check the key in ${ep.key_env} and the model name' if ep.key_env else 'check the model name and the server\'s key settings'
+    if status == 404: what = 'check the model name and the base URL'
+    return f'{where} refused the request (HTTP {status}): {what}'
+
 async def request(ep: Endpoint, kwargs: dict, retries: int = 6, rng: random.Random | None = None, cap: float = 30.0):
-    "One chat completion with retries; returns (response, latency) or None when the server kept failing with 5xx."
+    """One chat completion with retries: (response, latency); None when an endpoint that is up keeps refusing this one
+    reply with the same server error (the model's own malformed output); `Unreachable` when the model cannot be reached."""
     import openai
-    rng, last = rng or random.Random(), None
+    rng, last, cause, same = rng or random.Random(), None, 'server_error', {}
     for attempt in range(retries + 1):
-        if ep.dead: raise AgentStop(EndReason.AGENT_ERROR, ep.dead)
+        if ep.dead: raise Unreachable('refused', ep.dead, fatal=True)
         delay = None
         async with ep.limiter:
-            t0 = time.perf_counter(); ep.requests += 1
+            t0 = time.perf_counter()
+            ep.requests += 1
             try:
                 resp = await ep.client.chat.completions.create(**kwargs)
                 ep.limiter.success()
+                ep.ok += 1
                 return resp, time.perf_counter() - t0
-            except (openai.AuthenticationError, openai.PermissionDeniedError) as e:
-                ep.dead = f'{ep.base_url or "api.openai.com"} refused the request (HTTP {e.status_code}): check the key in ${ep.key_env} and the model name'
-                raise AgentStop(EndReason.AGENT_ERROR, ep.dead) from None
+            except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as e:
+                ep.dead = _refused(ep, e.status_code)
+                raise Unreachable('refused', ep.dead, fatal=True) from None
             except openai.BadRequestError as e:
                 if _is_context_overflow(e): raise AgentStop(EndReason.CONTEXT_OVERFLOW, 'the conversation no longer fits the model context') from None
-                raise AgentStop(EndReason.AGENT_ERROR, f'HTTP 400 from the endpoint: {_detail(ep, e)}') from None
+                raise Unreachable('bad_request', f'HTTP 400 from the endpoint: {_detail(ep, e)}') from None
             except openai.APIStatusError as e:
                 if e.status_code == 429: ep.limiter.rate_limited()
                 if e.status_code not in RETRY_STATUS and e.status_code < 500:
-                    raise AgentStop(EndReason.AGENT_ERROR, f'HTTP {e.status_code} from the endpoint: {_detail(ep, e)}') from None
-                last, delay = f'HTTP {e.status_code}', retry_after(e)
-            except (openai.APITimeoutError, openai.APIConnectionError) as e:
-                last = type(e).__name__
+                    raise Unreachable(f'http_{e.status_code}', f'HTTP {e.status_code} from the endpoint: {_detail(ep, e)}') from None
+                last, cause, delay = f'HTTP {e.status_code}', 'server_error' if e.status_code >= 500 else 'rate_limited', retry_after(e)
+                if e.status_code >= 500:
+                    d = _detail(ep, e)
+                    same[d] = same.get(d, 0) + 1
+                    if ep.ok and same[d] >= 2: return None
+            except openai.APITimeoutError: last, cause = 'timeout', 'timeout'
+            except openai.APIConnectionError: last, cause = 'connection error', 'connection'
+            except (openai.APIError, ValueError) as e: last, cause = f'unreadable response: {type(e).__name__}', 'bad_response'
         if attempt < retries: await asyncio.sleep(min(cap, delay if delay is not None else 0.5 * 2 ** attempt * rng.uniform(0.5, 1.5)))
-    if last and last.startswith('HTTP 5'): return None
-    raise AgentStop(EndReason.AGENT_ERROR, f'gave up after {retries + 1} attempts ({last})')
+    raise Unreachable(cause, f'{ep.base_url or "api.openai.com"}: gave up after {retries + 1} attempts ({last})')
 
 # %% ../nbs/06_llm.ipynb #5922e64a
 SAMPLING = {'temperature': float, 'top_p': float, 'max_tokens': int, 'seed': int, 'reasoning_effort': str}
@@ -344,6 +358,10 @@ class OpenAIAgent(ChatAgent):
         self.sampling = {k: v for k, v in o.items() if k in SAMPLING}
         self.cache = None if o.get('cache', 'on') == 'off' else LLMCache()
 
+    def check(self):
+        if self.key_env and not os.environ.get(self.key_env):
+            raise ConfigError(f'no API key for model {self.model}: set the environment variable {self.key_env}')
+
     async def start(self, brief: Brief):
         await super().start(brief)
         self.ep = endpoint(self.base_url, self.key_env, self.opts.get('concurrency', 64), self.opts.get('timeout', 120.0))
@@ -362,6 +380,7 @@ class OpenAIAgent(ChatAgent):
         u = self.usage
         return {'model': self.model, 'endpoint': self.base_url or 'https://api.openai.com/v1', 'prompt': PROMPT_NAME, 'prompt_hash': prompt_hash(),
                 'sampling': self.sampling, **u, 'latency_s': round(u['latency_s'], 4),
+                'wall_s': round(time.monotonic() - self.t0, 3) if hasattr(self, 't0') else 0.0,
                 'cost_usd': _cost_or_none(self.model, u)}
 
 def _cost_or_none(model: str, u: dict) -> float | None:

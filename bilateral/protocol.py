@@ -13,7 +13,8 @@ from .core import *
 
 # %% auto #0
 __all__ = ['ERROR_CODES', 'TOOLS', 'make_offer', 'accept_offer', 'reject_offer', 'send_message', 'wait_for_response', 'wait',
-           'quit_negotiation', 'ToolError', 'Tool', 'openai_tools', 'parse_arguments', 'Limits', 'validate_call']
+           'quit_negotiation', 'ToolError', 'Tool', 'openai_tools', 'parse_arguments', 'Limits', 'plain_arguments',
+           'validate_call']
 
 # %% ../nbs/02_protocol.ipynb #0fcd80a8
 def make_offer(price: float, note: str = '') -> dict:
@@ -146,8 +147,8 @@ def _float(s):
 
 def parse_arguments(raw: str | dict) -> dict:
     "A tool call's arguments (a JSON string, or a dict from a scripted agent) -> dict, or `ToolError`."
-    if isinstance(raw, dict): return raw
-    if not isinstance(raw, str): raise ToolError('arguments_not_object', f'arguments must be a JSON object, got {type(raw).__name__}')
+    if type(raw) is dict: return raw
+    if type(raw) is not str: raise ToolError('arguments_not_object', f'arguments must be a JSON object, got {type(raw).__name__}')
     if not raw.strip(): return {}
     try: args = json.loads(raw, object_pairs_hook=_pairs, parse_constant=_const, parse_float=_float)
     except ToolError: raise
@@ -162,36 +163,78 @@ class Limits(NamedTuple):
     max_text: int = 2000          # characters in a message, note or reason
     max_wait: float = 3600.0      # seconds
     max_id: int = 32              # characters in an offer id
+    max_arguments: int = 17_000   # characters of a call's raw JSON arguments (room for a full text in \\u escapes)
+
+def _show(x) -> str:
+    "A short, deterministic rendering of a bad value for an error message."
+    if type(x) is int and x.bit_length() > 50: return f'an integer of {len(str(abs(x))) if x.bit_length() < 13000 else "over 4000"} digits'
+    try: return json.dumps(x, allow_nan=True)[:40]
+    except (TypeError, ValueError, RecursionError): return f'a {type(x).__name__}'
 
 def _number(name, x, lo, hi, what):
-    if isinstance(x, bool) or not isinstance(x, (int, float)): raise ToolError('wrong_type', f'{name} must be a number, got {json.dumps(x)[:40]}')
-    if not math.isfinite(x): raise ToolError('not_finite', f'{name} is not a finite number')
-    if not lo < x <= hi: raise ToolError('out_of_range', f'{name} must be > {lo:g} and <= {hi:g} {what}, got {x:g}')
+    if isinstance(x, bool) or not isinstance(x, (int, float)): raise ToolError('wrong_type', f'{name} must be a number, got {_show(x)}')
+    if isinstance(x, float) and not math.isfinite(x): raise ToolError('not_finite', f'{name} is not a finite number')
+    if not lo < x <= hi: raise ToolError('out_of_range', f'{name} must be > {lo:g} and <= {hi:g} {what}, got {_show(x)}')
     return x
 
 def _text(name, x, cap):
-    if not isinstance(x, str): raise ToolError('wrong_type', f'{name} must be a string, got {json.dumps(x)[:40]}')
+    if not isinstance(x, str): raise ToolError('wrong_type', f'{name} must be a string, got {_show(x)}')
     if len(x) > cap: raise ToolError('too_long', f'{name} has {len(x)} characters; the limit is {cap}')
     return x
 
+# %% ../nbs/02_protocol.ipynb #c0a1e2f3
+_SCALARS = (str, bool, type(None))
+
+def _plain(x, depth: int = 0) -> bool:
+    "Is `x` pure JSON (str keys, finite numbers, printable integers, nesting under 32) so that it stores and replays as it is?"
+    t = type(x)
+    if t in _SCALARS: return True
+    if t is float: return math.isfinite(x)
+    if t is int: return x.bit_length() < 13000
+    if depth > 32: return False
+    if t is dict: return all(type(k) is str and _plain(v, depth + 1) for k, v in x.items())
+    if t is list: return all(_plain(v, depth + 1) for v in x)
+    return False
+
+def _jsonish(x, depth: int = 0):
+    "`x` with every part that is not pure JSON replaced by a stand-in of the same kind of wrongness."
+    if isinstance(x, bool) or x is None: return x
+    if isinstance(x, float): return float(x)                              # NaN and infinities become NaN / Infinity tokens
+    if isinstance(x, int): return int(x) if x.bit_length() < 13000 else math.inf
+    if isinstance(x, str): return str.__str__(x)
+    if depth > 32: return {'__python__': 'too deep'}
+    if isinstance(x, dict): return {k if type(k) is str else f'<{type(k).__name__}>': _jsonish(v, depth + 1) for k, v in x.items()}
+    if isinstance(x, (list, tuple)): return [_jsonish(v, depth + 1) for v in x]
+    return {'__python__': type(x).__name__}
+
+def plain_arguments(raw):
+    "Arguments as they are stored and replayed: a string or pure-JSON value as it is; anything else as JSON text."
+    if type(raw) is str or _plain(raw): return raw
+    if not isinstance(raw, dict): return [type(raw).__name__]            # still not an object, so still `arguments_not_object`
+    return json.dumps(_jsonish(raw), allow_nan=True)
+
 def validate_call(name: str, raw: str | dict, limits: Limits = Limits()) -> dict:
-    "Clean arguments of a call to tool `name`, or `ToolError` with a stable code."
-    tool = TOOLS.get(name) if isinstance(name, str) else None
-    if tool is None: raise ToolError('unknown_tool', f'no tool named {str(name)[:40]!r}; tools: {", ".join(TOOLS)}')
+    "Clean arguments of a call to tool `name`, or `ToolError` with a stable code; never any other exception."
+    tool = TOOLS.get(name) if type(name) is str else None
+    if tool is None: raise ToolError('unknown_tool', f'no tool named {_show(name)}; tools: {", ".join(TOOLS)}')
     if type(raw) is dict:                                   # fast paths for the commonest well-formed calls
         if not raw and not tool.fields: return {}
         if name == 'make_offer' and len(raw) == 1:
             x = raw.get('price')
             if type(x) is float and 0.01 <= x <= limits.max_price / 100: return {'price': round(x * 100)}
+    raw = plain_arguments(raw)
+    if type(raw) is str and len(raw) > limits.max_arguments:
+        raise ToolError('too_long', f'the arguments are longer than {limits.max_arguments} characters')
     args = raw if type(raw) is dict else parse_arguments(raw)
-    fields = tool.fields
-    for k in args:
-        if k not in fields: raise ToolError('unexpected_field', f'{name} takes no argument {k!r}')
+    fields, keys = tool.fields, sorted(args)                # a fixed order: the same first error however the keys came
+    for k in keys:
+        if k not in fields: raise ToolError('unexpected_field', f'{name} takes no argument {k[:40]!r}')
     if not tool.required.issubset(args): raise ToolError('missing_field', f'{name} needs {sorted(tool.required - args.keys())[0]!r}')
     out = {}
-    for k, x in args.items():
+    for k in keys:
+        x = args[k]
         if k == 'price':
-            if type(x) is float and 0 < x <= limits.max_price / 100 and x == x: p = x   # the common case, checked in full below otherwise
+            if type(x) is float and 0 < x <= limits.max_price / 100: p = x   # the common case, checked in full below otherwise
             else: p = _number('price', x, 0, limits.max_price / 100, 'dollars')
             if (c := round(p * 100)) < 1: raise ToolError('out_of_range', f'price must be at least $0.01, got {p:g}')
             out[k] = c

@@ -14,13 +14,16 @@ from .core import *
 from .engine import dumps
 from .store import Store, StoreError
 from .metrics import leaderboard
+from .tournament import TournamentSpec
 from .analysis import paired_comparison, bradley_terry, breakdown, behaviour, tier_spread
 
 # %% auto #0
-__all__ = ['LADDER_AGENTS', 'TINY_SPEC', 'PROFILES', 'EXPERIMENTS', 'report_tables', 'report_figures', 'write_report',
+__all__ = ['MAX_BOOT', 'LADDER_AGENTS', 'TINY_SPEC', 'PROFILES', 'EXPERIMENTS', 'report_tables', 'report_figures', 'write_report',
            'experiment_path', 'reproduce']
 
 # %% ../nbs/12_report.ipynb #010b5eeb
+MAX_BOOT = 100_000
+
 def report_tables(rows: pd.DataFrame, n_boot: int = 1000) -> dict[str, pd.DataFrame]:
     "All tables of a report, from the per-game rows."
     return {'leaderboard': leaderboard(rows, n_boot=n_boot),
@@ -47,6 +50,7 @@ def report_figures(store: Store, rows: pd.DataFrame, tables: dict, fig_dir: Path
 def write_report(run_dir: str | Path, n_boot: int = 1000, figures: bool = True) -> dict:
     "Regenerate tables, figures and exports of a run from its store."
     run_dir = Path(run_dir)
+    if not 10 <= n_boot <= MAX_BOOT: raise ConfigError(f'n_boot must be 10 to {MAX_BOOT:,}, got {n_boot}')
     if not run_dir.is_dir(): raise StoreError(f'not a directory: {run_dir}')
     with Store(run_dir, create=False) as store:
         rows = store.rows()
@@ -56,8 +60,11 @@ def write_report(run_dir: str | Path, n_boot: int = 1000, figures: bool = True) 
         for name, df in tables.items(): df.to_csv(run_dir / 'tables' / f'{name}.csv', index=False, float_format='%.6g')
         figs = report_figures(store, rows, tables, run_dir / 'figures', n_boot) if figures else {}
         exports = store.export(run_dir)
-        spec = store.get_meta('spec')
-    summary = {'games': len(rows), 'spec': spec, 'deal_rate': round(float(rows['deal'].mean()), 4),
+        spec, failed = store.get_meta('spec'), store.failures()
+    planned = TournamentSpec.from_json(spec).n_games if spec else len(rows)
+    summary = {'games': len(rows), 'planned': planned, 'missing': planned - len(rows),
+               'failures': failed['cause'].value_counts().sort_index().to_dict(),
+               'spec': spec, 'deal_rate': round(float(rows['deal'].mean()), 4),
                'end_reasons': rows['end_reason'].value_counts().sort_index().to_dict(),
                'tables': sorted(f'tables/{n}.csv' for n in tables), 'figures': sorted(f'figures/{n}.png' for n in figs)}
     (run_dir / 'summary.json').write_text(json.dumps(summary, indent=1, sort_keys=True))

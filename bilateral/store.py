@@ -7,6 +7,7 @@ Docs: https://github.com/bilateral-dev/bilateral/store.html.md"""
 # %% ../nbs/08_store.ipynb #a9d6fa54
 from __future__ import annotations
 import json, math, sqlite3, time, zlib
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 import pandas as pd
@@ -14,8 +15,8 @@ from .core import *
 from .engine import dumps
 
 # %% auto #0
-__all__ = ['SCHEMA', 'StoreError', 'Store', 'get_meta', 'set_meta', 'claim', 'add', 'messages', 'done_ids', 'count', 'rows',
-           'transcripts', 'export']
+__all__ = ['SCHEMA', 'StoreError', 'Store', 'get_meta', 'set_meta', 'claim', 'add', 'add_failure', 'failures', 'messages',
+           'done_ids', 'count', 'rows', 'transcripts', 'export']
 
 # %% ../nbs/08_store.ipynb #041b73de
 SCHEMA = """
@@ -30,12 +31,33 @@ CREATE TABLE IF NOT EXISTS games (
     messages BLOB,
     finished_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS failures (
+    game_id TEXT PRIMARY KEY,
+    buyer TEXT NOT NULL, seller TEXT NOT NULL, scenario_index INTEGER NOT NULL,
+    role TEXT, cause TEXT NOT NULL, message TEXT NOT NULL, fatal INTEGER NOT NULL,
+    attempts INTEGER NOT NULL, transcript BLOB, failed_at REAL NOT NULL
+);
 """
+_COLUMNS = {'meta': ['key', 'value'],
+            'games': ['game_id', 'buyer', 'seller', 'scenario_index', 'seed', 'tier', 'zopa_width', 'deal', 'end_reason', 'row',
+                      'transcript', 'messages', 'finished_at'],
+            'failures': ['game_id', 'buyer', 'seller', 'scenario_index', 'role', 'cause', 'message', 'fatal', 'attempts',
+                         'transcript', 'failed_at']}
 
 class StoreError(BilateralError):
     "The run directory is missing, foreign, or belongs to another tournament."
 
 def _nan_to_none(d: dict) -> dict: return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
+
+def _schema_problem(con: sqlite3.Connection) -> str | None:
+    "What makes a database not a results store of this package (None when it is one, or empty)."
+    tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
+    if not tables: return None
+    if 'games' not in tables or set(tables) - set(_COLUMNS): return f'it holds other tables ({", ".join(tables[:5])})'
+    for t in tables:
+        cols = [r[1] for r in con.execute(f'PRAGMA table_info("{t}")')]
+        if cols != _COLUMNS[t]: return f'its {t} table has other columns ({", ".join(cols[:6])})'
+    return None
 
 # %% ../nbs/08_store.ipynb #96a3b1b3
 class Store:
@@ -44,20 +66,51 @@ class Store:
     def __init__(self, run_dir: str | Path, create: bool = True):
         self.dir = Path(run_dir)
         self.path = self.dir / self.FILE
+        if self.dir.exists() and not self.dir.is_dir(): raise StoreError(f'{self.dir} is a file, not a run directory')
         if not create and not self.path.exists():
             raise StoreError(f'no results store in {self.dir} (expected {self.FILE}); is this a run directory?')
-        if create: self.dir.mkdir(parents=True, exist_ok=True)
-        self.con = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        try:
-            self.con.execute('PRAGMA journal_mode=WAL'); self.con.execute('PRAGMA synchronous=NORMAL')
-            if create: self.con.executescript(SCHEMA)
-            ok = self.con.execute("SELECT 1 FROM sqlite_master WHERE name='games'").fetchone()
-        except sqlite3.DatabaseError as e: self.con.close(); raise StoreError(f'{self.path} is not a bilateral results store ({e})') from None
-        if not ok: self.con.close(); raise StoreError(f'{self.path} is not a bilateral results store')
+        if create:
+            try: self.dir.mkdir(parents=True, exist_ok=True)
+            except OSError as e: raise StoreError(f'cannot create the run directory {self.dir}: {e.strerror or e}') from None
+        try: self._open(create)
+        except sqlite3.DatabaseError as e:
+            self.close()
+            raise StoreError(f'{self.path} is not a readable bilateral results store ({e})') from None
 
-    def close(self): self.con.close()
+    def _open(self, create: bool):
+        self.con = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        if (why := _schema_problem(self.con)): raise StoreError(f'{self.path} is not a bilateral results store: {why}; nothing was changed')
+        if create:
+            self.con.execute('PRAGMA journal_mode=WAL')
+            self.con.execute('PRAGMA synchronous=NORMAL')
+            self.con.executescript(SCHEMA)
+            _adopt_old_failures(self.con)
+        elif not self.con.execute("SELECT 1 FROM sqlite_master WHERE name='games'").fetchone():
+            raise StoreError(f'{self.path} is not a bilateral results store (it has no games table)')
+
+    def close(self):
+        if getattr(self, 'con', None) is not None: self.con.close()
     def __enter__(self): return self
     def __exit__(self, *a): self.close()
+
+@contextmanager
+def _transaction(con: sqlite3.Connection):
+    "One atomic write: all of it is stored, or none (the connection is in autocommit mode otherwise)."
+    con.execute('BEGIN IMMEDIATE')
+    try: yield
+    except BaseException:
+        con.execute('ROLLBACK')
+        raise
+    con.execute('COMMIT')
+
+def _adopt_old_failures(con: sqlite3.Connection):
+    "Stores written before failures were kept apart hold unplayable games as `agent_error` rows: move them, to be played again."
+    if not con.execute("SELECT 1 FROM games WHERE end_reason='agent_error' LIMIT 1").fetchone(): return
+    with _transaction(con):
+        con.execute("""INSERT OR IGNORE INTO failures SELECT game_id, buyer, seller, scenario_index, NULL, 'agent_error',
+                       'stored as a finished game by an earlier version', 0, 1, transcript, finished_at FROM games
+                       WHERE end_reason='agent_error'""")
+        con.execute("DELETE FROM games WHERE end_reason='agent_error'")
 
 # %% ../nbs/08_store.ipynb #9a563f11
 def get_meta(self: Store, key: str):
@@ -67,13 +120,26 @@ def get_meta(self: Store, key: str):
 def set_meta(self: Store, key: str, value) -> None:
     self.con.execute('INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value', (key, dumps(value)))
 
-def claim(self: Store, defining: dict, spec: dict) -> None:
-    "Bind the store to a run: refuse a spec that defines different games."
-    old = self.get_meta('defining')
-    if old is not None and old != json.loads(dumps(defining)):
-        diff = sorted(k for k in set(old) | set(defining) if old.get(k) != json.loads(dumps(defining)).get(k))
-        raise StoreError(f'{self.dir} holds another tournament (differs in: {", ".join(diff)}); use a new --out directory')
-    self.set_meta('defining', defining); self.set_meta('spec', spec)
+def _differences(old: dict, new: dict) -> list[str]:
+    return sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+
+def claim(self: Store, defining: dict, spec: dict, extend: bool = False) -> None:
+    """Bind the store to one run: refuse a spec that defines other games, or plays other agents or numbers of games;
+    with `extend`, accept a spec that only adds agents or games to the stored one."""
+    defining, spec = json.loads(dumps(defining)), json.loads(dumps(spec))
+    old, old_spec = self.get_meta('defining'), self.get_meta('spec')
+    if old is not None and old != defining:
+        raise StoreError(f'{self.dir} holds another tournament (differs in: {", ".join(_differences(old, defining))}); '
+                         'use a new --out directory')
+    if old_spec is not None and old_spec != spec:
+        diff = _differences(old_spec, spec)
+        grows = (set(old_spec['agents']) <= set(spec['agents']) and spec['games_per_pair'] >= old_spec['games_per_pair']
+                 and spec['self_play'] >= old_spec['self_play'] and set(diff) <= {'agents', 'games_per_pair', 'self_play'})
+        if not extend or not grows:
+            how = 'pass --extend to add agents or games to it' if grows else 'use a new --out directory'
+            raise StoreError(f'{self.dir} holds a run of another spec (differs in: {", ".join(diff)}); {how}')
+    self.set_meta('defining', defining)
+    self.set_meta('spec', spec)
 
 Store.get_meta, Store.set_meta, Store.claim = get_meta, set_meta, claim
 
@@ -83,11 +149,28 @@ def _z(obj) -> bytes | None: return None if obj is None else zlib.compress(dumps
 def add(self: Store, game_id: str, buyer: str, seller: str, scenario_index: int, row: dict, transcript: dict,
         messages: dict | None = None) -> bool:
     "Store one finished game in its own transaction; False if it was already there."
-    cur = self.con.execute(
-        'INSERT INTO games VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(game_id) DO NOTHING',
-        (game_id, buyer, seller, scenario_index, row['seed'], row['tier'], row['zopa_width'], int(row['deal']),
-         row['end_reason'], dumps(_nan_to_none(row)), _z(transcript), _z(messages), time.time()))
+    with _transaction(self.con):
+        cur = self.con.execute(
+            'INSERT INTO games VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(game_id) DO NOTHING',
+            (game_id, buyer, seller, scenario_index, row['seed'], row['tier'], row['zopa_width'], int(row['deal']),
+             row['end_reason'], dumps(_nan_to_none(row)), _z(transcript), _z(messages), time.time()))
+        self.con.execute('DELETE FROM failures WHERE game_id=?', (game_id,))
     return cur.rowcount == 1
+
+def add_failure(self: Store, game_id: str, buyer: str, seller: str, scenario_index: int, failure: dict,
+                transcript: dict | None = None) -> None:
+    "Record that a game could not be played (it stays unplayed and unscored; `attempts` counts the tries)."
+    self.con.execute(
+        """INSERT INTO failures VALUES (?,?,?,?,?,?,?,?,1,?,?) ON CONFLICT(game_id) DO UPDATE SET role=excluded.role,
+           cause=excluded.cause, message=excluded.message, fatal=excluded.fatal, attempts=attempts+1,
+           transcript=excluded.transcript, failed_at=excluded.failed_at""",
+        (game_id, buyer, seller, scenario_index, failure.get('role'), failure['cause'], failure['message'],
+         int(bool(failure.get('fatal'))), _z(transcript), time.time()))
+
+def failures(self: Store) -> pd.DataFrame:
+    "The games that could not be played, with their cause, message and number of attempts."
+    cols = ['game_id', 'buyer', 'seller', 'scenario_index', 'role', 'cause', 'message', 'fatal', 'attempts']
+    return pd.DataFrame(self.con.execute(f'SELECT {", ".join(cols)} FROM failures ORDER BY game_id').fetchall(), columns=cols)
 
 def messages(self: Store, game_id: str) -> dict | None:
     "The agents' own conversations of a game, if its agents kept any."
@@ -111,6 +194,7 @@ def transcripts(self: Store, where: str = '', params: tuple = ()) -> Iterator[tu
     q = 'SELECT game_id, transcript FROM games' + (f' WHERE {where}' if where else '') + ' ORDER BY game_id'
     for g, blob in self.con.execute(q, params): yield g, json.loads(zlib.decompress(blob))
 
+Store.add_failure, Store.failures = add_failure, failures
 Store.add, Store.messages, Store.done_ids, Store.count, Store.rows, Store.transcripts = add, messages, done_ids, count, rows, transcripts
 
 # %% ../nbs/08_store.ipynb #11f02306

@@ -21,14 +21,16 @@ from .metrics import game_row, leaderboard
 from .store import Store
 
 # %% auto #0
-__all__ = ['catalogue_fingerprint', 'TournamentSpec', 'GameTask', 'pairings', 'game_id', 'plan', 'run_tournament_async',
-           'run_tournament', 'round_robin']
+__all__ = ['MAX_GAMES_PER_PAIR', 'MAX_GAMES', 'MAX_CONCURRENCY', 'catalogue_fingerprint', 'TournamentSpec', 'GameTask',
+           'pairings', 'game_id', 'plan', 'RunStopped', 'run_tournament_async', 'run_tournament', 'round_robin']
 
 # %% ../nbs/09_tournament.ipynb #8039f4fc
 def catalogue_fingerprint(items=None) -> str:
     "A short hash of a catalogue's contents."
     items = items or default_catalogue()
     return hashlib.blake2b(dumps([asdict(it) for it in items]).encode(), digest_size=8).hexdigest()
+
+MAX_GAMES_PER_PAIR, MAX_GAMES, MAX_CONCURRENCY = 100_000, 2_000_000, 4096   # beyond these a run is a typo, not a plan
 
 @dataclass(frozen=True)
 class TournamentSpec:
@@ -45,7 +47,14 @@ class TournamentSpec:
         object.__setattr__(self, 'agents', tuple(self.agents))
         if len(set(self.agents)) != len(self.agents): raise ConfigError(f'duplicate agent in {list(self.agents)}')
         if not self.agents or self.games_per_pair < 1: raise ConfigError('a tournament needs agents and games_per_pair >= 1')
+        if self.games_per_pair > MAX_GAMES_PER_PAIR:
+            raise ConfigError(f'games_per_pair is {self.games_per_pair}; the limit is {MAX_GAMES_PER_PAIR:,}')
+        if (n := len(pairings(self.agents, self.self_play)) * self.games_per_pair) > MAX_GAMES:
+            raise ConfigError(f'this tournament has {n:,} games; the limit is {MAX_GAMES:,} (fewer agents or games per pair)')
         if self.preset not in PRESETS: raise ConfigError(f"unknown preset {self.preset!r}; choose from {', '.join(PRESETS)}")
+
+    @property
+    def n_games(self) -> int: return len(pairings(self.agents, self.self_play)) * self.games_per_pair
 
     def defining(self) -> dict:
         "The part of the spec that fixes what each game is."
@@ -87,33 +96,62 @@ def plan(spec: TournamentSpec) -> Iterator[GameTask]:
         for b, e in pairs: yield GameTask(game_id(h, b, e, i), b, e, i, sc, s)
 
 # %% ../nbs/09_tournament.ipynb #c315c0d9
+class RunStopped(BilateralError):
+    "A tournament stopped before its end because a model refused every request (a bad key, an unknown model)."
+
+def _check_run(spec: TournamentSpec, concurrency: int, agent_limits: dict | None):
+    "Refuse a run that cannot work, before any game is played: bad sizes, limits on unknown agents, missing keys."
+    if not 1 <= concurrency <= MAX_CONCURRENCY: raise ConfigError(f'concurrency must be 1 to {MAX_CONCURRENCY}, got {concurrency}')
+    for a, k in (agent_limits or {}).items():
+        if a not in spec.agents: raise ConfigError(f'agent limit for {a!r}, which is not in this tournament')
+        if not (isinstance(k, int) and k >= 1): raise ConfigError(f'the limit for {a!r} must be a whole number >= 1, got {k!r}')
+    for a in spec.agents: make_agent(a).check()   # unknown names, bad options and missing keys fail here
+
+def _record(store, t: GameTask, r: GameResult, reasons: Counter, failed: Counter) -> str | None:
+    "Store a finished game, or record why it could not be played; return the message of a failure that stops the run."
+    if r.outcome.reason.scored:
+        store.add(t.game_id, t.buyer, t.seller, t.index, game_row(r), r.transcript, r.messages)
+        reasons[r.outcome.reason.value] += 1
+        return None
+    f = r.failure or {'cause': 'agent_error', 'message': 'the game ended with agent_error', 'fatal': False}
+    store.add_failure(t.game_id, t.buyer, t.seller, t.index, f, r.transcript)
+    failed[f['cause']] += 1
+    return f['message'] if f.get('fatal') else None
+
 async def run_tournament_async(spec: TournamentSpec, out_dir: str | Path, concurrency: int = 8, agent_limits: dict | None = None,
-                               progress: bool = True) -> dict:
-    "Play the missing games of `spec` into the store in `out_dir`; return a summary."
-    for a in spec.agents: make_agent(a)   # fail fast on an unknown name
-    if concurrency < 1: raise ConfigError(f'concurrency must be >= 1, got {concurrency}')
+                               progress: bool = True, extend: bool = False) -> dict:
+    """Play the missing games of `spec` into the store in `out_dir`; return a summary. Games that could not be played are
+    recorded apart and played again by the next run; a refused key or unknown model stops the run (`RunStopped`)."""
+    _check_run(spec, concurrency, agent_limits)
     with Store(out_dir) as store:
-        store.claim(spec.defining(), spec.to_json())
-        done, total = store.done_ids(), len(pairings(spec.agents, spec.self_play)) * spec.games_per_pair
+        store.claim(spec.defining(), spec.to_json(), extend)
+        done, total = store.done_ids(), spec.n_games
         missing = [t for t in plan(spec) if t.game_id not in done]
         todo = iter(missing)   # the workers share one iterator
         limits = {a: asyncio.Semaphore(k) for a, k in (agent_limits or {}).items()}
-        reasons, t0, played = Counter(), time.perf_counter(), 0
+        reasons, failed, stop, t0, played = Counter(), Counter(), [], time.perf_counter(), 0
         bar = tqdm(total=total, initial=total - len(missing), disable=not progress, unit='game', desc='games')
         async def worker():
             nonlocal played
             for t in todo:
+                if stop: return
                 async with AsyncExitStack() as stack:
                     for a in sorted({t.buyer, t.seller} & limits.keys()): await stack.enter_async_context(limits[a])
                     r = await play_game(t.scenario, t.buyer, t.seller, spec.rules, t.seed)
-                store.add(t.game_id, t.buyer, t.seller, t.index, game_row(r), r.transcript, r.messages)
-                reasons[r.outcome.reason.value] += 1; played += 1; bar.update()
+                if (fatal := _record(store, t, r, reasons, failed)): stop.append(fatal)
+                played += r.outcome.reason.scored
+                bar.update(r.outcome.reason.scored)
                 await asyncio.sleep(0)   # yield, so that Ctrl-C is seen even when no agent ever waits
         try: await asyncio.gather(*(worker() for _ in range(concurrency)))
         finally: bar.close()
         dt = time.perf_counter() - t0
-        return {'run_dir': str(out_dir), 'games': total, 'stored': store.count(), 'played': played, 'seconds': round(dt, 2),
-                'games_per_s': round(played / dt, 1) if dt > 0 else None, 'end_reasons': dict(sorted(reasons.items()))}
+        stored = store.count()
+        if stop:
+            raise RunStopped(f'stopped: {stop[0]}; {stored}/{total} games stored, none of the unplayed ones scored; '
+                             'fix it and run the same command again to resume')
+        return {'run_dir': str(out_dir), 'games': total, 'stored': stored, 'played': played, 'seconds': round(dt, 2),
+                'games_per_s': round(played / dt, 1) if dt > 0 else None, 'end_reasons': dict(sorted(reasons.items())),
+                'failed': sum(failed.values()), 'failures': dict(sorted(failed.items()))}
 
 def run_tournament(spec: TournamentSpec, out_dir: str | Path, **kwargs) -> dict:
     "Synchronous `run_tournament_async`."

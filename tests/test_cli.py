@@ -72,3 +72,96 @@ def test_bench_reports_rates():
     r = run('bench', '--games', '50')
     assert r.returncode == 0, r.stderr
     assert 'games/s' in r.stdout and 'events/s' in r.stdout and 'overhead ratio' in r.stdout
+
+def snapshot(d: Path) -> dict:
+    "Every file below `d` with its bytes: to show that a refused command changed nothing."
+    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(Path(d).rglob('*')) if p.is_file()}
+
+@pytest.fixture
+def stored_run(tmp_path):
+    d = tmp_path / 'run'
+    r = run('tournament', '--agents', 'boulware,conceder', '--games-per-pair', '2', '--out', str(d), '--quiet')
+    assert r.returncode == 0, r.stderr
+    return d
+
+def one_line(r, *words):
+    assert r.returncode == 2, (r.returncode, r.stdout[-500:], r.stderr[-500:])
+    errs = [x for x in r.stderr.splitlines() if x.strip()]
+    assert len(errs) == 1 and errs[0].startswith('bilateral: error:') and 'Traceback' not in r.stderr, r.stderr
+    for w in words: assert w in errs[0], errs[0]
+
+def test_out_that_is_a_file_or_under_a_file(tmp_path):
+    f = tmp_path / 'file.txt'
+    f.write_text('keep me')
+    one_line(run('tournament', '--agents', 'linear', '--out', str(f)), 'is a file, not a run directory')
+    one_line(run('tournament', '--agents', 'linear', '--out', str(f / 'sub')), 'cannot create the run directory')
+    one_line(run('report', str(f)), 'not a directory')
+    assert f.read_text() == 'keep me'
+
+@pytest.mark.parametrize('content,words', [
+    (b'not a database at all, just some bytes' * 100, ['not a readable bilateral results store']),
+    ('foreign', ['not a bilateral results store', 'other tables']),
+    ('other-games', ['not a bilateral results store', 'games table has other columns']),
+])
+def test_foreign_or_corrupt_store_is_refused_before_any_game(tmp_path, content, words):
+    d = tmp_path / 'run'
+    d.mkdir()
+    db = d / 'games.sqlite'
+    if isinstance(content, bytes): db.write_bytes(content)
+    else:
+        import sqlite3
+        con = sqlite3.connect(db)
+        con.execute('CREATE TABLE customers (id INTEGER, name TEXT)' if content == 'foreign' else 'CREATE TABLE games (id INTEGER)')
+        con.commit()
+        con.close()
+    before = snapshot(d)
+    one_line(run('tournament', '--agents', 'linear', '--games-per-pair', '1', '--out', str(d), '--quiet'), *words)
+    one_line(run('report', str(d)), *words)
+    assert snapshot(d) == before
+
+@pytest.mark.parametrize('args,words', [
+    (['--agents', 'boulware,conceder,linear'], ['another spec', 'agents', '--extend']),
+    (['--agents', 'boulware,conceder', '--games-per-pair', '3'], ['another spec', 'games_per_pair', '--extend']),
+    (['--agents', 'boulware,conceder', '--no-self-play'], ['another spec', 'self_play', 'new --out']),
+    (['--agents', 'boulware'], ['another spec', 'agents', 'new --out']),
+    (['--agents', 'boulware,conceder', '--seed', '9'], ['another tournament', 'seed']),
+])
+def test_another_spec_is_refused_naming_the_difference(stored_run, args, words):
+    before = snapshot(stored_run)
+    extra = [] if '--games-per-pair' in args else ['--games-per-pair', '2']
+    one_line(run('tournament', *args, *extra, '--out', str(stored_run), '--quiet'), *words)
+    assert snapshot(stored_run) == before
+
+def test_extend_adds_agents_and_games_on_purpose(stored_run):
+    r = run('tournament', '--agents', 'boulware,conceder,linear', '--games-per-pair', '3', '--out', str(stored_run), '--quiet', '--extend')
+    assert r.returncode == 0, r.stderr
+    assert '27/27 games stored' in r.stdout and '(19 played now' in r.stdout   # the 8 games already there were kept
+
+@pytest.mark.parametrize('args,words', [
+    (['report', '{run}', '--n-boot', '0'], ['n_boot must be 10 to 100,000, got 0']),
+    (['report', '{run}', '--n-boot', '-5'], ['n_boot must be 10 to 100,000, got -5']),
+    (['tournament', '--agents', 'boulware', '--out', '{new}', '--agent-limit', 'boulware'], ['--agent-limit takes AGENT=K']),
+    (['tournament', '--agents', 'boulware', '--out', '{new}', '--agent-limit', 'boulware=0'], ['K >= 1']),
+    (['tournament', '--agents', 'boulware', '--out', '{new}', '--agent-limit', 'linear=2'], ['not in this tournament']),
+    (['tournament', '--agents', 'boulware', '--out', '{new}', '--games-per-pair', '1000000000'], ['the limit is 100,000']),
+    (['tournament', '--agents', 'boulware,conceder,linear,split,hardliner,tit-for-tat,accommodating', '--out', '{new}',
+      '--games-per-pair', '100000'], ['the limit is 2,000,000']),
+    (['tournament', '--agents', 'boulware', '--out', '{new}', '--concurrency', '100000'], ['concurrency must be 1 to 4096']),
+])
+def test_absurd_sizes_and_bad_options_get_one_line(stored_run, tmp_path, args, words):
+    before = snapshot(stored_run)
+    t0 = __import__('time').time()
+    one_line(run(*[a.format(run=stored_run, new=tmp_path / 'new') for a in args]), *words)
+    assert __import__('time').time() - t0 < 30 and not (tmp_path / 'new').exists()
+    assert snapshot(stored_run) == before
+
+def test_old_stores_give_their_unplayable_games_back(stored_run):
+    "A store written before failures were kept apart: its agent_error rows are played again, not scored."
+    import sqlite3
+    con = sqlite3.connect(stored_run / 'games.sqlite')
+    gid = con.execute("SELECT game_id FROM games ORDER BY game_id LIMIT 1").fetchone()[0]
+    con.execute("UPDATE games SET end_reason='agent_error' WHERE game_id=?", (gid,))
+    con.commit()
+    con.close()
+    r = run('tournament', '--agents', 'boulware,conceder', '--games-per-pair', '2', '--out', str(stored_run), '--quiet')
+    assert r.returncode == 0 and '8/8 games stored' in r.stdout and '(1 played now' in r.stdout, r.stdout + r.stderr

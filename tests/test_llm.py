@@ -30,7 +30,7 @@ async def _games(specs, n=3, timeout=60):
     ('ok', {}, {'deal'}),
     ('ratelimit', {}, {'deal'}),
     ('flaky', {}, {'deal'}),
-    ('always500', {'retries': 1}, {'invalid_calls'}),
+    ('always500', {'retries': 1}, {'agent_error'}),                 # could not be played: recorded apart, never scored
     ('timeout', {'timeout': 0.3, 'retries': 1}, {'agent_error'}),
     ('unauthorized', {}, {'agent_error'}),
     ('malformed', {}, {'invalid_calls'}),
@@ -59,7 +59,8 @@ def test_refused_key_stops_the_endpoint_fast(srv):
     assert all(g.outcome.reason is EndReason.AGENT_ERROR for g in games)
     assert srv.stats()['unauthorized'] - before <= 3           # no retries on 401
     err = next(r['agent_error'] for r in games[0].transcript['log'] if 'agent_error' in r)
-    assert 'refused the request (HTTP 401)' in err
+    assert 'refused the request (HTTP 401)' in err and '$None' not in err
+    assert all(g.failure['cause'] == 'refused' and g.failure['fatal'] for g in games)
 
 def test_cache_replays_without_requests(srv, tmp_path):
     spec = TournamentSpec((f'openai:ok@{srv.url}', 'conceder', 'boulware'), games_per_pair=2, seed=3)
@@ -99,8 +100,13 @@ def test_canary_api_key_never_written(srv, tmp_path, monkeypatch):
     monkeypatch.setenv('CANARY_API_KEY', key)
     out = tmp_path / 'run'
     env = {**os.environ, 'CANARY_API_KEY': key}
-    specs = [f'openai:leaky@{srv.url}?key_env=CANARY_API_KEY&cache=off', f'openai:ok@{srv.url}?key_env=CANARY_API_KEY', 'linear']
+    specs = [f'openai:ok@{srv.url}?key_env=CANARY_API_KEY', 'linear']
+    leaky = f'openai:leaky@{srv.url}?key_env=CANARY_API_KEY&cache=off'
     exe = str(Path(sys.executable).parent / 'bilateral')
+    r0 = subprocess.run([exe, 'tournament', '--agents', ','.join([leaky, *specs]), '--games-per-pair', '2', '--out', str(out / 'leaky')],
+                        capture_output=True, text=True, env=env, timeout=300)
+    errors = [x for x in r0.stderr.splitlines() if x.startswith('bilateral:')]    # the rest of stderr is the progress bar
+    assert r0.returncode == 2 and len(errors) == 1 and 'Traceback' not in r0.stderr, r0.stderr[-2000:]   # a refused key stops the run
     r = subprocess.run([exe, 'tournament', '--agents', ','.join(specs), '--games-per-pair', '2', '--out', str(out)], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     r2 = subprocess.run([exe, 'report', str(out), '--n-boot', '50'], capture_output=True, text=True, env=env, timeout=300)
@@ -109,12 +115,15 @@ def test_canary_api_key_never_written(srv, tmp_path, monkeypatch):
     from bilateral.report import experiment_path
     pm.execute_notebook(str(experiment_path('tournament')), str(out / 'executed.ipynb'), kernel_name='python3', progress_bar=False,
                         parameters={'agents': specs, 'games_per_pair': 2, 'out_dir': str(out / 'pm')})
-    texts = [r.stdout, r.stderr, r2.stdout, r2.stderr]
+    texts = [r0.stdout, r0.stderr, r.stdout, r.stderr, r2.stdout, r2.stderr]
     for p in out.rglob('*'):
         if p.is_file(): texts.append(p.read_bytes().decode('latin-1'))
-    con = sqlite3.connect(out / 'games.sqlite')
-    for t, m in con.execute('SELECT transcript, messages FROM games'):
-        texts += [zlib.decompress(t).decode()] + ([zlib.decompress(m).decode()] if m else [])
+    for db in (out / 'games.sqlite', out / 'leaky' / 'games.sqlite'):
+        con = sqlite3.connect(db)
+        for t, m in con.execute('SELECT transcript, messages FROM games'):
+            texts += [zlib.decompress(t).decode()] + ([zlib.decompress(m).decode()] if m else [])
+        for m, t in con.execute('SELECT message, transcript FROM failures'):
+            texts += [m] + ([zlib.decompress(t).decode()] if t else [])
     cache = Path(os.environ['BILATERAL_CACHE'])
     if cache.exists(): texts.append(cache.read_bytes().decode('latin-1'))
     blob = '\n'.join(texts)

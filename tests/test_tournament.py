@@ -149,16 +149,20 @@ def test_paired_design_properties():
     other_seed = TournamentSpec(spec.agents, 9, seed=4, self_play=False)
     assert not {t.game_id for t in plan(other_seed)} & {t.game_id for t in tasks}
 
-def test_failed_games_are_stored_as_no_deal_not_rerun(tmp_path):
+def test_failed_games_are_recorded_apart_never_scored_and_played_again(tmp_path):
     from bilateral.agents import Agent, register_agent
     class Broken(Agent):
         async def act(self, obs): raise TimeoutError('model did not answer')
     register_agent('broken-test', lambda a: Broken(), 'test agent that always fails')
-    s = run_tournament(TournamentSpec(('broken-test', 'linear'), 3), tmp_path, progress=False)
-    assert s['end_reasons'].get('agent_error') == 9 and s['stored'] == 12
-    with Store(tmp_path, create=False) as st: rows = st.rows()
-    assert not rows.loc[rows['end_reason'] == 'agent_error', 'deal'].any()
-    assert run_tournament(TournamentSpec(('broken-test', 'linear'), 3), tmp_path, progress=False)['played'] == 0
+    spec = TournamentSpec(('broken-test', 'linear'), 3)
+    s = run_tournament(spec, tmp_path, progress=False)
+    assert s['failed'] == 9 and s['failures'] == {'agent_crash': 9} and s['stored'] == 3 and 'agent_error' not in s['end_reasons']
+    with Store(tmp_path, create=False) as st:
+        assert set(st.rows()['buyer']) == {'linear'} and len(st.failures()) == 9
+        assert st.failures()['message'].str.contains('TimeoutError: model did not answer').all()
+    again = run_tournament(spec, tmp_path, progress=False)
+    assert again['played'] == 0 and again['failed'] == 9           # tried again, still unplayable, still unscored
+    with Store(tmp_path, create=False) as st: assert (st.failures()['attempts'] == 2).all()
 
 def test_smoke_profile_through_papermill(tmp_path):
     r = subprocess.run([EXE, 'reproduce', '--profile', 'smoke', '--out', str(tmp_path), '--quiet'], capture_output=True, text=True, timeout=600)
