@@ -49,12 +49,15 @@ class TournamentSpec:
         if not self.agents or self.games_per_pair < 1: raise ConfigError('a tournament needs agents and games_per_pair >= 1')
         if self.games_per_pair > MAX_GAMES_PER_PAIR:
             raise ConfigError(f'games_per_pair is {self.games_per_pair}; the limit is {MAX_GAMES_PER_PAIR:,}')
-        if (n := len(pairings(self.agents, self.self_play)) * self.games_per_pair) > MAX_GAMES:
+        if (n := self.n_games) > MAX_GAMES:
             raise ConfigError(f'this tournament has {n:,} games; the limit is {MAX_GAMES:,} (fewer agents or games per pair)')
         if self.preset not in PRESETS: raise ConfigError(f"unknown preset {self.preset!r}; choose from {', '.join(PRESETS)}")
 
     @property
-    def n_games(self) -> int: return len(pairings(self.agents, self.self_play)) * self.games_per_pair
+    def n_games(self) -> int:
+        "Games in the tournament: every ordered pair, self-play or not, times `games_per_pair`."
+        k = len(self.agents)
+        return (k * k if self.self_play else k * (k - 1)) * self.games_per_pair
 
     def defining(self) -> dict:
         "The part of the spec that fixes what each game is."

@@ -99,6 +99,11 @@ def test_a_server_down_leaves_games_unplayed_and_a_resume_plays_them(srv, tmp_pa
     assert rep.returncode == 0 and '15 of 27 planned games are not in the results' in rep.stdout, rep.stdout + rep.stderr
     lb = pd.read_csv(out / 'tables' / 'leaderboard.csv')
     assert not lb['agent'].str.startswith('openai').any()          # never scored as zero-share games
+    con = sqlite3.connect(out / 'games.sqlite')
+    blobs = con.execute('SELECT transcript FROM games UNION ALL SELECT transcript FROM failures').fetchall()
+    con.close()
+    assert len(blobs) == 27
+    for (b,) in blobs: replay(json.loads(__import__('zlib').decompress(b)))   # every stored game replays, failures too
     srv.post('/clear')
     try: r, _ = tournament(out, agents)
     finally: srv.post('/reset')

@@ -24,18 +24,19 @@ def test_valid_tool_calls_against_the_ladder(tiny_model):
     assert r['well_formed'] >= 0.9, r
 
 @pytest.fixture(scope='module')
-def served(tiny_model):
+def served(tiny_model, tmp_path_factory):
     d, _ = tiny_model
     port = free_port()
     exe = str(Path(sys.executable).parent / 'transformers')
+    log = tmp_path_factory.mktemp('serve') / 'serve.log'    # a file, never a pipe: a full pipe would block the server
     proc = subprocess.Popen([exe, 'serve', '--host', '127.0.0.1', '--port', str(port), '--device', 'cpu', str(d)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.DEVNULL, stderr=open(log, 'w'), text=True)
     t0 = time.time()
     while time.time() - t0 < 120:
         try:
             with urllib.request.urlopen(f'http://127.0.0.1:{port}/health', timeout=2): break
         except OSError:
-            if proc.poll() is not None: raise RuntimeError(proc.stderr.read()[-2000:])
+            if proc.poll() is not None: raise RuntimeError(log.read_text()[-2000:])
             time.sleep(0.3)
     else: proc.kill(); raise RuntimeError('transformers serve did not start')
     yield f'http://127.0.0.1:{port}/v1'
@@ -63,6 +64,20 @@ def test_openai_agent_against_transformers_serve(served, tiny_model, tmp_path):
     with Store(tmp_path / 'a', create=False) as x, Store(tmp_path / 'b', create=False) as y:
         strip = lambda t: {k: v for k, v in t.items() if k != 'agent_info'}
         assert {g: strip(t) for g, t in x.transcripts()} == {g: strip(t) for g, t in y.transcripts()}
+
+def test_full_history_tiny_model_behind_transformers_serve_finishes_every_game(served, tiny_model, tmp_path):
+    """No window: the server answers HTTP 500 whenever the tiny model writes a malformed <tool_call>. The endpoint is up,
+    so a 500 repeated for the same request is the model's bad reply (an invalid call, scored), not an outage: the
+    12 games finish, none is left unplayed, and each game's wall time is recorded."""
+    d, _ = tiny_model
+    t0 = time.time()
+    spec = TournamentSpec((f'openai:{d}@{served}?cache=off', 'boulware'), games_per_pair=6, seed=0, self_play=False)
+    s = run_tournament(spec, tmp_path, concurrency=4, progress=False)
+    print(f'12 games in {time.time() - t0:.1f} s: {s}')
+    assert s['stored'] == s['games'] == 12 and s['failed'] == 0, s
+    with Store(tmp_path, create=False) as st:
+        walls = [i['wall_s'] for _, t in st.transcripts() for i in t['agent_info'].values()]
+    assert len(walls) == 12 and all(0 < w < 300 for w in walls), walls
 
 def test_local_agent_batches_concurrent_games(tiny_model):
     "Concurrent games on one local model share generate() calls."
