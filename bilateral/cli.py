@@ -16,8 +16,8 @@ from .metrics import game_row, leaderboard
 import bilateral.strategies
 
 # %% auto #0
-__all__ = ['CliError', 'Incomplete', 'cmd_agents', 'cmd_run', 'cmd_tournament', 'cmd_report', 'cmd_reproduce', 'cmd_play',
-           'cmd_tiny', 'cmd_bench', 'parser', 'main']
+__all__ = ['CliError', 'Incomplete', 'cmd_agents', 'cmd_run', 'cmd_tournament', 'cmd_report', 'cmd_view', 'cmd_reproduce',
+           'cmd_play', 'cmd_tiny', 'cmd_bench', 'parser', 'main']
 
 # %% ../nbs/13_cli.ipynb #ca6d725b
 class CliError(Exception): "A usage error, reported in one line."
@@ -104,7 +104,16 @@ def cmd_report(a) -> str:
                                         f"(could not be played: {', '.join(f'{k} {v}' for k, v in sm['failures'].items()) or 'none recorded'});"
                                         ' they are not scored')
     return gap.lstrip('\n') + ('\n\n' if gap else '') + (format_leaderboard(rep['tables']['leaderboard']) + '\n\nBradley-Terry rating (Elo scale, 95% CI)\n' + ratings +
-            f"\n\nwrote {len(rep['tables'])} tables to {Path(a.run_dir) / 'tables'}, {len(rep['figures'])} figures to {Path(a.run_dir) / 'figures'}")
+            f"\n\nwrote {len(rep['tables'])} tables to {Path(a.run_dir) / 'tables'}, {len(rep['figures'])} "
+            f"figures to {Path(a.run_dir) / 'figures'}" + (f", the page {rep['page']}" if rep['page'] else ''))
+
+def cmd_view(a) -> str:
+    "The run's self-contained HTML page."
+    from bilateral.view import write_view
+    from bilateral.report import MAX_BOOT
+    if not 10 <= a.n_boot <= MAX_BOOT: raise CliError(f'--n-boot must be 10 to {MAX_BOOT:,}, got {a.n_boot}')
+    p = write_view(a.run_dir, a.out, n_boot=a.n_boot)
+    return f'wrote {p} ({p.stat().st_size / 1e6:.1f} MB): open it in a browser, no network needed'
 
 def cmd_reproduce(a) -> str:
     "Run the experiment notebooks of a profile."
@@ -181,6 +190,9 @@ def parser() -> argparse.ArgumentParser:
     rp = sub.add_parser('report', help='tables and figures of a run directory')
     rp.add_argument('run_dir'); rp.add_argument('--n-boot', type=int, default=1000); rp.add_argument('--no-figures', action='store_true')
     rp.set_defaults(fn=cmd_report)
+    v = sub.add_parser('view', help='one self-contained HTML page of a run: leaderboard, charts, every game')
+    v.add_argument('run_dir'); v.add_argument('--out', default=None, help='the page to write (default RUN_DIR/report.html)')
+    v.add_argument('--n-boot', type=int, default=200); v.set_defaults(fn=cmd_view)
     rr = sub.add_parser('reproduce', help='run the experiment notebooks of a profile through papermill')
     rr.add_argument('--profile', default='offline', choices=['smoke', 'offline', 'paper']); rr.add_argument('--out', default=None)
     rr.add_argument('--games-per-pair', type=int, default=None); rr.add_argument('--seed', type=int, default=None)

@@ -15,6 +15,7 @@ from .engine import dumps
 from .store import Store, StoreError
 from .metrics import leaderboard
 from .tournament import TournamentSpec
+from .view import write_view
 from .analysis import paired_comparison, bradley_terry, breakdown, behaviour, tier_spread
 
 # %% auto #0
@@ -59,6 +60,7 @@ def write_report(run_dir: str | Path, n_boot: int = 1000, figures: bool = True) 
         (run_dir / 'tables').mkdir(exist_ok=True)
         for name, df in tables.items(): df.to_csv(run_dir / 'tables' / f'{name}.csv', index=False, float_format='%.6g')
         figs = report_figures(store, rows, tables, run_dir / 'figures', n_boot) if figures else {}
+        page = write_view(run_dir, n_boot=min(n_boot, 200)) if figures else None
         exports = store.export(run_dir)
         spec, failed = store.get_meta('spec'), store.failures()
     planned = TournamentSpec.from_json(spec).n_games if spec else len(rows)
@@ -66,9 +68,10 @@ def write_report(run_dir: str | Path, n_boot: int = 1000, figures: bool = True) 
                'failures': failed['cause'].value_counts().sort_index().to_dict(),
                'spec': spec, 'deal_rate': round(float(rows['deal'].mean()), 4),
                'end_reasons': rows['end_reason'].value_counts().sort_index().to_dict(),
-               'tables': sorted(f'tables/{n}.csv' for n in tables), 'figures': sorted(f'figures/{n}.png' for n in figs)}
+               'tables': sorted(f'tables/{n}.csv' for n in tables),
+               'figures': sorted(f'figures/{n}.png' for n in figs), 'page': page and page.name}
     (run_dir / 'summary.json').write_text(json.dumps(summary, indent=1, sort_keys=True))
-    return {'tables': tables, 'figures': figs, 'exports': exports, 'summary': summary}
+    return {'tables': tables, 'figures': figs, 'exports': exports, 'summary': summary, 'page': page}
 
 # %% ../nbs/12_report.ipynb #80dd6f66
 LADDER_AGENTS = ['boulware', 'linear', 'conceder', 'tit-for-tat', 'accommodating', 'hardliner', 'split']

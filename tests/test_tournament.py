@@ -176,5 +176,7 @@ def test_smoke_profile_through_papermill(tmp_path):
         html = (tmp_path / 'figures' / f'{f}.html').read_text()
         assert 'cdn.jsdelivr' not in html
     assert len(pd.read_parquet(tmp_path / 'games.parquet')) == 36
+    page = (tmp_path / 'report.html').read_text()                  # the report writes the run's page too
+    assert '<script src' not in page and json.loads(page.split('id="data">')[1].split('</script>')[0])['run']['stored'] == 36
     assert len((tmp_path / 'transcripts.jsonl').read_text().splitlines()) == 36
     assert json.loads((tmp_path / 'summary.json').read_text())['games'] == 36
