@@ -7,6 +7,7 @@ Docs: https://github.com/bilateral-dev/bilateral/view.html.md"""
 # %% ../nbs/12b_view.ipynb #5e000002
 from __future__ import annotations
 import base64, gzip, html, json, math, shutil, time
+from importlib import resources
 from pathlib import Path
 import pandas as pd
 import altair as alt
@@ -18,19 +19,28 @@ from .analysis import bradley_terry, breakdown
 from . import plots
 
 # %% auto #0
-__all__ = ['COLORS', 'STYLE', 'SUMMARY_COLS', 'CHUNK', 'PAGE_STYLE', 'SCRIPT', 'INLINE_MB', 'LB_COLS', 'price_path_svg',
-           'calls_table', 'conversation_html', 'game_html', 'GameView', 'show_game', 'pair_chart', 'game_table',
-           'game_chunks', 'view_charts', 'page_html', 'write_view']
+__all__ = ['COLORS', 'SUMMARY_COLS', 'CHUNK', 'INLINE_MB', 'LB_COLS', 'price_path_svg', 'calls_table', 'conversation_html',
+           'game_html', 'asset', 'GameView', 'show_game', 'pair_chart', 'game_table', 'game_chunks', 'view_charts',
+           'page_html', 'write_view']
 
 # %% ../nbs/12b_view.ipynb #5e000005
-COLORS = {'buyer': '#1f77b4', 'seller': '#d62728', 'zopa': '#2ca02c', 'nozopa': '#d62728', 'deal': '#111111', 'ink': '#5b6570'}
+COLORS = {
+    'buyer': '#1f77b4',
+    'seller': '#d62728',
+    'zopa': '#2ca02c',
+    'nozopa': '#d62728',
+    'deal': '#111111',
+    'ink': '#5b6570',
+}
+
 
 def _offers(t: dict) -> dict[str, list]:
     "Each role's accepted offers as [(time, dollars)], in order."
     out = {'buyer': [], 'seller': []}
     for r in t['log']:
         res = r.get('result')
-        if r.get('tool') == 'make_offer' and isinstance(res, dict) and res.get('ok'): out[r['role']].append((r['t'], res['price']))
+        if r.get('tool') == 'make_offer' and isinstance(res, dict) and res.get('ok'):
+            out[r['role']].append((r['t'], res['price']))
     return out
 
 # %% ../nbs/12b_view.ipynb #5e000006
@@ -44,26 +54,44 @@ def price_path_svg(t: dict, width: int = 560, height: int = 240) -> str:
     X = lambda s: left + w * min(max(s / T, 0), 1)
     Y = lambda p: top + h * (1 - (p - lo + pad) / (hi - lo + 2 * pad))
     band = 'zopa' if v > c else 'nozopa'
-    parts = [f'<svg class="path" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" font-size="11" '
-             f'font-family="sans-serif"><rect class="{band}" x="{left}" y="{Y(max(v, c)):.1f}" width="{w}" '
-             f'height="{abs(Y(c) - Y(v)):.1f}" fill="{COLORS[band]}" fill-opacity="0.14"/>',
-             f'<line x1="{left}" y1="{top + h}" x2="{left + w}" y2="{top + h}" stroke="#9aa3ad"/>']
+    parts = [
+        f'<svg class="path" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" font-size="11" '
+        f'font-family="sans-serif"><rect class="{band}" x="{left}" y="{Y(max(v, c)):.1f}" width="{w}" '
+        f'height="{abs(Y(c) - Y(v)):.1f}" fill="{COLORS[band]}" fill-opacity="0.14"/>',
+        f'<line x1="{left}" y1="{top + h}" x2="{left + w}" y2="{top + h}" stroke="#9aa3ad"/>',
+    ]
     for p, role, name in ((v, 'buyer', 'v'), (c, 'seller', 'c')):
-        parts.append(f'<line class="res {role}" x1="{left}" x2="{left + w}" y1="{Y(p):.1f}" y2="{Y(p):.1f}" stroke="{COLORS[role]}" '
-                     f'stroke-dasharray="4 3"/><text x="{left - 4}" y="{Y(p) + 4:.1f}" text-anchor="end" '
-                     f'fill="{COLORS[role]}">{name} ${p:,.2f}</text>')
+        parts.append(
+            f'<line class="res {role}" x1="{left}" x2="{left + w}" y1="{Y(p):.1f}" y2="{Y(p):.1f}" '
+            f'stroke="{COLORS[role]}" stroke-dasharray="4 3"/>'
+            f'<text x="{left - 4}" y="{Y(p) + 4:.1f}" text-anchor="end" '
+            f'fill="{COLORS[role]}">{name} ${p:,.2f}</text>'
+        )
     for role, xs in offers.items():
-        if not xs: continue
+        if not xs:
+            continue
         end = o.get('t', T) if o else T
-        pts = ' '.join(f'{X(a):.1f},{Y(p):.1f} {X(b):.1f},{Y(p):.1f}' for (a, p), (b, _) in zip(xs, xs[1:] + [(end, None)]))
-        parts.append(f'<polyline class="offers {role}" points="{pts}" fill="none" stroke="{COLORS[role]}" stroke-width="2"/>')
-        parts += [f'<circle class="dot {role}" cx="{X(a):.1f}" cy="{Y(p):.1f}" r="3" fill="{COLORS[role]}">'
-                  f'<title>{role} ${p:,.2f} at {a:.1f}s</title></circle>' for a, p in xs]
+        pts = ' '.join(
+            f'{X(a):.1f},{Y(p):.1f} {X(b):.1f},{Y(p):.1f}' for (a, p), (b, _) in zip(xs, xs[1:] + [(end, None)])
+        )
+        parts.append(
+            f'<polyline class="offers {role}" points="{pts}" fill="none" stroke="{COLORS[role]}" stroke-width="2"/>'
+        )
+        parts += [
+            f'<circle class="dot {role}" cx="{X(a):.1f}" cy="{Y(p):.1f}" r="3" fill="{COLORS[role]}">'
+            f'<title>{role} ${p:,.2f} at {a:.1f}s</title></circle>'
+            for a, p in xs
+        ]
     if o.get('deal'):
         x, y = X(o['t']), Y(o['price'])
-        parts.append(f'<path class="deal" d="M{x:.1f},{y - 7:.1f} l7,7 l-7,7 l-7,-7 z" fill="{COLORS["deal"]}"><title>deal '
-                     f'${o["price"]:,.2f}</title></path>')
-    parts.append(f'<text x="{left + w}" y="{height - 4}" text-anchor="end" fill="{COLORS["ink"]}">simulated time (s), deadline {T:g}</text>')
+        parts.append(
+            f'<path class="deal" d="M{x:.1f},{y - 7:.1f} l7,7 l-7,7 l-7,-7 z" fill="{COLORS["deal"]}"><title>deal '
+            f'${o["price"]:,.2f}</title></path>'
+        )
+    parts.append(
+        f'<text x="{left + w}" y="{height - 4}" text-anchor="end" fill="{COLORS["ink"]}">'
+        f'simulated time (s), deadline {T:g}</text>'
+    )
     return ''.join(parts) + _legend(left, height) + '</svg>'
 
 # %% ../nbs/12b_view.ipynb #5e000007
@@ -73,20 +101,27 @@ def _legend(left: int, height: int) -> str:
     out = []
     for i, (k, shape) in enumerate(keys):
         x, y = left + 80 * i, height - 8
-        sym = {'line': f'<line x1="{x}" x2="{x + 14}" y1="{y}" y2="{y}" stroke="{COLORS.get(k)}" stroke-width="2"/>',
-               'rect': f'<rect x="{x}" y="{y - 5}" width="14" height="10" fill="{COLORS["zopa"]}" fill-opacity="0.14"/>',
-               'mark': f'<path d="M{x + 7},{y - 6} l6,6 l-6,6 l-6,-6 z" fill="{COLORS["deal"]}"/>'}[shape]
+        sym = {
+            'line': f'<line x1="{x}" x2="{x + 14}" y1="{y}" y2="{y}" stroke="{COLORS.get(k)}" stroke-width="2"/>',
+            'rect': f'<rect x="{x}" y="{y - 5}" width="14" height="10" fill="{COLORS["zopa"]}" fill-opacity="0.14"/>',
+            'mark': f'<path d="M{x + 7},{y - 6} l6,6 l-6,6 l-6,-6 z" fill="{COLORS["deal"]}"/>',
+        }[shape]
         out.append(sym + f'<text x="{x + 18}" y="{y + 4}" fill="{COLORS["ink"]}">{"ZOPA" if k == "zopa" else k}</text>')
     return ''.join(out)
 
 # %% ../nbs/12b_view.ipynb #5e00000a
-def _esc(x) -> str: return html.escape(x if isinstance(x, str) else dumps(x), quote=True)
+def _esc(x) -> str:
+    return html.escape(x if isinstance(x, str) else dumps(x), quote=True)
+
 
 def _call_row(r: dict) -> str:
     "One record of a transcript's log as a table row (calls, failures, the end)."
-    if 'end' in r: return f'<tr class="end"><td colspan="5">game over: {_esc(r["end"]["reason"])}</td></tr>'
-    if 'agent_error' in r: return f'<tr class="bad"><td></td><td>{r["role"]}</td><td colspan="3">{_esc(r["agent_error"])}</td></tr>'
-    if 'update' in r or 'batch' not in r: return ''
+    if 'end' in r:
+        return f'<tr class="end"><td colspan="5">game over: {_esc(r["end"]["reason"])}</td></tr>'
+    if 'agent_error' in r:
+        return f'<tr class="bad"><td></td><td>{r["role"]}</td><td colspan="3">{_esc(r["agent_error"])}</td></tr>'
+    if 'update' in r or 'batch' not in r:
+        return ''
     res = r.get('result')
     bad = isinstance(res, dict) and res.get('ok') is False
     code = f'<b>{_esc(res["error"])}</b> ' if bad else ''
@@ -94,101 +129,162 @@ def _call_row(r: dict) -> str:
     raw = r.get('arguments')
     args = '' if 'arguments' not in r else _esc((raw if isinstance(raw, str) else dumps(raw))[:300])
     shown = '' if res is None else _esc(dumps(res)[:300])
-    return (f'<tr class="{"bad " if bad else ""}by-{r["role"]}"><td>{t}</td><td>{r["role"]}</td><td>{_esc(r.get("tool"))}</td>'
-            f'<td><code>{args}</code></td><td>{code}<code>{shown}</code></td></tr>')
+    return (
+        f'<tr class="{"bad " if bad else ""}by-{r["role"]}"><td>{t}</td><td>{r["role"]}</td>'
+        f'<td>{_esc(r.get("tool"))}</td><td><code>{args}</code></td><td>{code}<code>{shown}</code></td></tr>'
+    )
+
 
 def calls_table(t: dict) -> str:
     "Every call of a transcript with its arguments and result; rejected calls highlighted with their error code."
     rows = ''.join(_call_row(r) for r in t['log'])
-    return f'<table class="calls"><tr><th>t (s)</th><th>role</th><th>tool</th><th>arguments</th><th>result</th></tr>{rows}</table>'
+    head = '<tr><th>t (s)</th><th>role</th><th>tool</th><th>arguments</th><th>result</th></tr>'
+    return f'<table class="calls">{head}{rows}</table>'
 
 # %% ../nbs/12b_view.ipynb #5e00000c
 def _message(m: dict) -> str:
     "One chat message of an agent's own conversation."
     body = _esc(m.get('content') or '')
-    calls = ''.join(f'<div class="tc">{_esc(c["function"]["name"])}({_esc(c["function"]["arguments"])})</div>' for c in m.get('tool_calls', []))
-    why = f'<details><summary>reasoning (never sent back, never shown to the other side)</summary><pre>{_esc(m["reasoning_content"])}</pre></details>' if m.get('reasoning_content') else ''
+    calls = ''.join(
+        f'<div class="tc">{_esc(c["function"]["name"])}({_esc(c["function"]["arguments"])})</div>'
+        for c in m.get('tool_calls', [])
+    )
+    fold = '<details><summary>reasoning (never sent back, never shown to the other side)</summary>'
+    why = f'{fold}<pre>{_esc(m["reasoning_content"])}</pre></details>' if m.get('reasoning_content') else ''
     return f'<div class="msg {m["role"]}"><span class="who">{m["role"]}</span>{why}<pre>{body}</pre>{calls}</div>'
+
 
 def conversation_html(messages: dict | None, info: dict | None) -> str:
     "Each agent's conversation as its model saw it, with what the agent reported (tokens, calls, latency)."
     out = []
     for role, msgs in (messages or {}).items():
         i = (info or {}).get(role) or {}
-        stats = ', '.join(f'{k} {i[k]}' for k in ('calls', 'tokens_in', 'tokens_out', 'latency_s', 'cost_usd') if i.get(k) is not None)
-        out.append(f'<details class="conv"><summary>{role}: the conversation as the model saw it ({len(msgs)} messages; {stats})'
-                   f'</summary>{"".join(_message(m) for m in msgs)}</details>')
+        stats = ', '.join(
+            f'{k} {i[k]}' for k in ('calls', 'tokens_in', 'tokens_out', 'latency_s', 'cost_usd') if i.get(k) is not None
+        )
+        out.append(
+            f'<details class="conv"><summary>{role}: the conversation as the model saw it '
+            f'({len(msgs)} messages; {stats})</summary>{"".join(_message(m) for m in msgs)}</details>'
+        )
     return ''.join(out)
 
 # %% ../nbs/12b_view.ipynb #5e00000d
 def _said(t: dict) -> str:
     "What the two sides wrote to each other (messages, notes, reasons), in order."
-    lines = [(r['t'], r['role'], (r.get('arguments') if isinstance(r.get('arguments'), dict) else {}) or {}) for r in t['log']
-             if r.get('tool') in ('send_message', 'make_offer', 'reject_offer') and (r.get('result') or {}).get('ok')]
+    lines = [
+        (r['t'], r['role'], (r.get('arguments') if isinstance(r.get('arguments'), dict) else {}) or {})
+        for r in t['log']
+        if r.get('tool') in ('send_message', 'make_offer', 'reject_offer') and (r.get('result') or {}).get('ok')
+    ]
     said = [(a, role, args.get('text') or args.get('note') or args.get('reason')) for a, role, args in lines]
-    said = [f'<div class="said {role}"><span class="who">{a:.1f}s {role}</span> {_esc(x)}</div>' for a, role, x in said if x]
+    said = [
+        f'<div class="said {role}"><span class="who">{a:.1f}s {role}</span> {_esc(x)}</div>' for a, role, x in said if x
+    ]
     return f'<h4>What they said</h4>{"".join(said)}' if said else ''
+
 
 def game_html(t: dict, messages: dict | None = None) -> str:
     "One game as HTML: who, what, the price path, what they said, every call, and language models' conversations."
     sc, o, ag = t['scenario'], t.get('outcome') or {}, t['agents']
     it = sc['item']
-    end = (f'{o.get("reason")}' + (f' at ${o["price"]:,.2f}' if o.get('deal') else '') + (f' (by {o["by"]})' if o.get('by') else '')
-           + f' after {o.get("t", 0):.1f}s')
-    head = (f'<h3>{_esc(it["title"])}</h3><p class="meta">{_esc(it["category"])}, {sc["tier"]} tier, listed at '
-            f'${it["listing_price"] / 100:,.2f}; seed {t["seed"]}</p><p><span class="buyer">buyer {_esc(ag.get("buyer", "?"))}</span> '
-            f'values it at <b>${sc["buyer_value"] / 100:,.2f}</b>; <span class="seller">seller {_esc(ag.get("seller", "?"))}</span> '
-            f'has cost <b>${sc["seller_cost"] / 100:,.2f}</b></p><p class="outcome">&rarr; <b>{_esc(end)}</b></p>')
-    return (f'<div class="game">{head}{price_path_svg(t)}{_said(t)}{conversation_html(messages, t.get("agent_info"))}'
-            f'<h4>Every call</h4>{calls_table(t)}</div>')
+    end = (
+        f'{o.get("reason")}'
+        + (f' at ${o["price"]:,.2f}' if o.get('deal') else '')
+        + (f' (by {o["by"]})' if o.get('by') else '')
+        + f' after {o.get("t", 0):.1f}s'
+    )
+    buyer, seller = _esc(ag.get('buyer', '?')), _esc(ag.get('seller', '?'))
+    head = (
+        f'<h3>{_esc(it["title"])}</h3><p class="meta">{_esc(it["category"])}, {sc["tier"]} tier, listed at '
+        f'${it["listing_price"] / 100:,.2f}; seed {t["seed"]}</p><p><span class="buyer">buyer {buyer}</span> '
+        f'values it at <b>${sc["buyer_value"] / 100:,.2f}</b>; <span class="seller">seller {seller}</span> '
+        f'has cost <b>${sc["seller_cost"] / 100:,.2f}</b></p><p class="outcome">&rarr; <b>{_esc(end)}</b></p>'
+    )
+    return (
+        f'<div class="game">{head}{price_path_svg(t)}{_said(t)}{conversation_html(messages, t.get("agent_info"))}'
+        f'<h4>Every call</h4>{calls_table(t)}</div>'
+    )
 
 # %% ../nbs/12b_view.ipynb #5e00000f
-STYLE = """
-.bilateral{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;color:#1d232b}
-.bilateral .buyer{color:#1f77b4}.bilateral .seller{color:#d62728}
-.bilateral svg.path{background:#fff;border:1px solid #e3e6ea;border-radius:6px;display:block;margin:8px 0}
-.bilateral table.calls{border-collapse:collapse;font-size:12px;width:100%}
-.bilateral table.calls td,.bilateral table.calls th{border-bottom:1px solid #eef0f2;padding:2px 6px;text-align:left;vertical-align:top}
-.bilateral tr.by-buyer td:nth-child(2){color:#1f77b4}.bilateral tr.by-seller td:nth-child(2){color:#d62728}
-.bilateral tr.bad{background:#fff1f0}.bilateral tr.bad b{color:#b42318}.bilateral tr.end td{font-weight:600;background:#f5f7f9}
-.bilateral code{font-size:11.5px;word-break:break-all}.bilateral .meta{color:#5b6570;margin:0}
-.bilateral .said{margin:2px 0}.bilateral .who{font-size:11px;color:#5b6570;margin-right:6px}
-.bilateral .msg{border-left:3px solid #d5dae0;padding:2px 8px;margin:4px 0}.bilateral .msg pre{white-space:pre-wrap;margin:2px 0}
-.bilateral .msg.assistant{border-color:#6b46c1}.bilateral .msg.tool{border-color:#9aa3ad}.bilateral .tc{font-family:monospace;font-size:12px;color:#6b46c1}
-"""
+def asset(name: str) -> str:
+    "A file shipped in the package: the page's script and styles (sources in `nbs/assets/`, linked into the package)."
+    return (resources.files('bilateral') / name).read_text()
+
 
 class GameView:
     "A game shown as HTML: in a notebook through `_repr_html_`, or as text with `html`."
-    def __init__(self, t: dict, messages: dict | None = None): self.html = game_html(t, messages)
-    def _repr_html_(self) -> str: return f'<div class="bilateral"><style>{STYLE}</style>{self.html}</div>'
+
+    def __init__(self, t: dict, messages: dict | None = None):
+        self.html = game_html(t, messages)
+
+    def _repr_html_(self) -> str:
+        return f'<div class="bilateral"><style>{asset("view-game.css")}</style>{self.html}</div>'
+
 
 def show_game(game, messages: dict | None = None) -> GameView:
     "A `GameResult` or a stored transcript as a picture and a table, inline in a notebook."
-    if isinstance(game, dict): return GameView(game, messages)
+    if isinstance(game, dict):
+        return GameView(game, messages)
     return GameView(json.loads(dumps(game.transcript)), game.messages)
 
 # %% ../nbs/12b_view.ipynb #5e000012
 def pair_chart(rows: pd.DataFrame) -> alt.Chart:
     "Buyer x seller map of the buyer's mean share; a click selects the pair (the page filters its games)."
-    df = rows.groupby(['buyer', 'seller'], as_index=False).agg(buyer_share=('buyer_share', 'mean'), deal=('deal', 'mean'), games=('deal', 'size'))
+    df = rows.groupby(['buyer', 'seller'], as_index=False).agg(
+        buyer_share=('buyer_share', 'mean'), deal=('deal', 'mean'), games=('deal', 'size')
+    )
     df['buyer'], df['seller'] = df['buyer'].map(short_name), df['seller'].map(short_name)
     sel = alt.selection_point(name='pair', fields=['buyer', 'seller'])
-    return alt.Chart(df).mark_rect().encode(
-        x=alt.X('seller:N', title='seller'), y=alt.Y('buyer:N', title='buyer'),
-        color=alt.Color('buyer_share:Q', title="buyer's share", scale=alt.Scale(scheme='redblue', domain=[0, 1], clamp=True)),
-        opacity=alt.condition(sel, alt.value(1), alt.value(0.35)),
-        tooltip=['buyer', 'seller', 'games', alt.Tooltip('buyer_share:Q', format='.3f'), alt.Tooltip('deal:Q', format='.2f', title='deal rate')]
-    ).add_params(sel).properties(width=alt.Step(34), height=alt.Step(24), title='click a cell: its games below')
+    return (
+        alt.Chart(df)
+        .mark_rect()
+        .encode(
+            x=alt.X('seller:N', title='seller'),
+            y=alt.Y('buyer:N', title='buyer'),
+            color=alt.Color(
+                'buyer_share:Q', title="buyer's share", scale=alt.Scale(scheme='redblue', domain=[0, 1], clamp=True)
+            ),
+            opacity=alt.condition(sel, alt.value(1), alt.value(0.35)),
+            tooltip=[
+                'buyer',
+                'seller',
+                'games',
+                alt.Tooltip('buyer_share:Q', format='.3f'),
+                alt.Tooltip('deal:Q', format='.2f', title='deal rate'),
+            ],
+        )
+        .add_params(sel)
+        .properties(width=alt.Step(34), height=alt.Step(24), title='click a cell: its games below')
+    )
 
 # %% ../nbs/12b_view.ipynb #5e000013
-SUMMARY_COLS = ['game_id', 'buyer', 'seller', 'tier', 'zopa_width', 'end_reason', 'deal', 'price', 'buyer_share',
-                'seller_share', 'listing_price', 'buyer_value', 'seller_cost', 'duration_s', 'n_events']
+SUMMARY_COLS = [
+    'game_id',
+    'buyer',
+    'seller',
+    'tier',
+    'zopa_width',
+    'end_reason',
+    'deal',
+    'price',
+    'buyer_share',
+    'seller_share',
+    'listing_price',
+    'buyer_value',
+    'seller_cost',
+    'duration_s',
+    'n_events',
+]
+
 
 def _num(x):
     "A JSON-safe cell: NaN and None become null, floats are rounded for the page."
-    if x is None or (isinstance(x, float) and math.isnan(x)): return None
-    if isinstance(x, float): return round(x, 4)
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return None
+    if isinstance(x, float):
+        return round(x, 4)
     return x.item() if hasattr(x, 'item') else x
+
 
 def game_table(rows: pd.DataFrame) -> dict:
     "Per-game summaries as {'cols': [...], 'rows': [[...], ...]}, in game-id order, agent names shortened."
@@ -201,23 +297,27 @@ def game_table(rows: pd.DataFrame) -> dict:
     return {'cols': SUMMARY_COLS, 'rows': out}
 
 # %% ../nbs/12b_view.ipynb #5e000014
-CHUNK = 200   # games per compressed chunk of game views
+CHUNK = 200  # games per compressed chunk of game views
+
 
 def _pack(views: dict) -> str:
     "A chunk of {game_id: html} as base64 of gzip of JSON."
     return base64.b64encode(gzip.compress(json.dumps(views, separators=(',', ':')).encode(), 9, mtime=0)).decode()
+
 
 def game_chunks(store: Store, ids: list[str]) -> tuple[list[str], dict]:
     "The compressed game views in chunks of `CHUNK`, and each game's chunk number; also gathers transcripts' curves."
     where = {g: i // CHUNK for i, g in enumerate(ids)}
     chunks, cur = [], {}
     for gid, t in store.transcripts():
-        if gid not in where: continue
+        if gid not in where:
+            continue
         cur[gid] = game_html(t, store.messages(gid))
         if len(cur) == CHUNK:
             chunks.append(_pack(cur))
             cur = {}
-    if cur: chunks.append(_pack(cur))
+    if cur:
+        chunks.append(_pack(cur))
     return chunks, where
 
 # %% ../nbs/12b_view.ipynb #5e000016
@@ -225,9 +325,13 @@ def view_charts(store: Store, rows: pd.DataFrame, lb: pd.DataFrame, n_boot: int 
     "Vega-Lite specs of the page's charts, data inlined."
     curves = plots.concession_curves(t for _, t in store.transcripts())
     short = lambda df: df.assign(agent=df['agent'].map(short_name))
-    charts = {'pairs': pair_chart(rows), 'leaderboard': plots.leaderboard_chart(short(lb)),
-              'tier': plots.tier_chart(short(breakdown(rows, 'tier', n_boot=n_boot))),
-              'zopa': plots.deal_rate_chart(rows, n_boot=n_boot), 'concession': plots.concession_chart(short(curves))}
+    charts = {
+        'pairs': pair_chart(rows),
+        'leaderboard': plots.leaderboard_chart(short(lb)),
+        'tier': plots.tier_chart(short(breakdown(rows, 'tier', n_boot=n_boot))),
+        'zopa': plots.deal_rate_chart(rows, n_boot=n_boot),
+        'concession': plots.concession_chart(short(curves)),
+    }
     return {k: c.to_dict() for k, c in charts.items()}
 
 # %% ../nbs/12b_view.ipynb #5e000017
@@ -235,126 +339,20 @@ def _run_info(store: Store, rows: pd.DataFrame) -> dict:
     "The spec, the progress and the identity of a run, for the page's header."
     from bilateral import __version__
     from bilateral.tournament import TournamentSpec
+
     spec, failed = store.get_meta('spec') or {}, store.failures()
     planned = TournamentSpec.from_json(spec).n_games if spec else len(rows)
     hashes = sorted({h for c in rows.columns if c.endswith('_prompt_hash') for h in rows[c].dropna().unique()})
-    return {'spec': spec, 'version': __version__, 'prompt_hashes': hashes, 'planned': planned, 'stored': len(rows),
-            'end_reasons': rows['end_reason'].value_counts().sort_index().to_dict(),
-            'failures': failed['cause'].value_counts().sort_index().to_dict(), 'written': time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}
-
-# %% ../nbs/12b_view.ipynb #5e000018
-PAGE_STYLE = """
-body{margin:0;background:#f6f7f9}main{max-width:1280px;margin:0 auto;padding:18px 22px 60px}
-h1{font-size:22px;margin:4px 0}h2{font-size:17px;margin:26px 0 8px}.card{background:#fff;border:1px solid #e3e6ea;border-radius:8px;padding:12px 14px;margin:10px 0;overflow-x:auto}
-.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(540px,1fr));gap:12px}.kv{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;font-size:13px}
-.kv b{color:#5b6570;font-weight:500}.pill{display:inline-block;background:#eef1f4;border-radius:10px;padding:1px 8px;margin:1px 3px 1px 0;font-size:12px}
-.pill.warn{background:#fff1f0;color:#b42318}table.data{border-collapse:collapse;width:100%;font-size:13px}
-table.data th{position:sticky;top:0;background:#f0f2f5;cursor:pointer;text-align:left;padding:4px 6px;user-select:none;white-space:nowrap}
-table.data td{padding:3px 6px;border-bottom:1px solid #eef0f2;white-space:nowrap}table.data tr.game:hover{background:#eef4fb;cursor:pointer}
-table.data tr.sel{background:#dcebfa}.filters{display:flex;flex-wrap:wrap;gap:8px;align-items:center;margin-bottom:8px;font-size:13px}
-.filters select{font-size:13px;padding:2px}.pager{margin:8px 0;font-size:13px}.pager button{margin:0 4px}
-#game{min-height:40px}.muted{color:#5b6570;font-size:12px}
-"""
-
-SCRIPT = r"""(() => {   // one scope: the Vega bundle has globals of its own
-const D = JSON.parse(document.getElementById('data').textContent);
-const CH = JSON.parse(document.getElementById('chunks').textContent);
-const $ = s => document.querySelector(s), esc = s => String(s ?? '').replace(/[&<>"]/g, c => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'}[c]));
-const fmt = v => v === null || v === undefined ? '' : (typeof v === 'number' && !Number.isInteger(v) ? v.toFixed(3) : String(v));
-function sortable(el, cols, rows, onRow) {
-  let key = null, dir = 1;
-  const draw = () => {
-    const rs = key === null ? rows : [...rows].sort((a, b) => (a[key] > b[key] ? 1 : a[key] < b[key] ? -1 : 0) * dir);
-    el.innerHTML = '<tr>' + cols.map((c, i) => `<th data-i="${i}">${esc(c)}${key === i ? (dir > 0 ? ' ▲' : ' ▼') : ''}</th>`).join('') + '</tr>' +
-      rs.map(r => `<tr>${r.map(v => `<td>${esc(fmt(v))}</td>`).join('')}</tr>`).join('');
-    el.querySelectorAll('th').forEach(th => th.onclick = () => { const i = +th.dataset.i; dir = key === i ? -dir : 1; key = i; draw(); });
-  };
-  draw();
-}
-function header() {
-  const s = D.run.spec || {}, p = D.run;
-  const pills = o => Object.entries(o).map(([k, v]) => `<span class="pill">${esc(k)} ${v}</span>`).join('') || '<span class="muted">none</span>';
-  const fails = Object.entries(p.failures).map(([k, v]) => `<span class="pill warn">${esc(k)} ${v}</span>`).join('');
-  $('#run').innerHTML = `<div class="kv"><b>agents</b><span>${(s.agents || []).map(a => `<span class="pill">${esc(a)}</span>`).join('')}</span>
-    <b>design</b><span>${esc(s.games_per_pair)} games per pair, preset ${esc(s.preset)}, seed ${esc(s.seed)}, self-play ${esc(s.self_play)}</span>
-    <b>rules</b><span>${esc(JSON.stringify(s.rules || {}))}</span><b>prompt</b><span>${p.prompt_hashes.map(esc).join(', ') || 'no language model'}</span>
-    <b>progress</b><span><b id="progress">${p.stored} of ${p.planned} games</b> finished ${p.stored < p.planned ? `(${p.planned - p.stored} missing)` : ''}</span>
-    <b>endings</b><span>${pills(p.end_reasons)}</span><b>not played</b><span>${fails || '<span class="muted">none</span>'}</span>
-    <b>package</b><span>bilateral ${esc(p.version)}, page written ${esc(p.written)}</span></div>`;
-}
-const state = {filters: {}, pair: null, page: 0, key: 0, dir: 1, open: null};
-const FILTERS = ['buyer', 'seller', 'tier', 'zopa_width', 'end_reason', 'deal'];
-function filters() {
-  const cols = D.games.cols;
-  $('#filters').innerHTML = FILTERS.map(f => {
-    const i = cols.indexOf(f), vals = [...new Set(D.games.rows.map(r => String(r[i])))].sort();
-    return `<label>${f} <select data-f="${f}"><option value="">all</option>${vals.map(v => `<option>${esc(v)}</option>`).join('')}</select></label>`;
-  }).join('') + ' <button id="clear">clear</button> <span id="count" class="muted"></span>';
-  document.querySelectorAll('#filters select').forEach(s => s.onchange = () => { state.filters[s.dataset.f] = s.value; state.page = 0; games(); });
-  $('#clear').onclick = () => { state.filters = {}; state.pair = null; document.querySelectorAll('#filters select').forEach(s => s.value = ''); games(); };
-}
-function selected() {
-  const cols = D.games.cols;
-  return D.games.rows.filter(r => FILTERS.every(f => !state.filters[f] || String(r[cols.indexOf(f)]) === state.filters[f]) &&
-    (!state.pair || (r[1] === state.pair[0] && r[2] === state.pair[1])));
-}
-function games() {
-  const cols = D.games.cols, shown = cols.slice(1, cols.length - 1), rs = selected();
-  rs.sort((a, b) => (a[state.key] > b[state.key] ? 1 : a[state.key] < b[state.key] ? -1 : 0) * state.dir);
-  const n = rs.length, pages = Math.max(1, Math.ceil(n / 100)); state.page = Math.min(state.page, pages - 1);
-  const page = rs.slice(state.page * 100, state.page * 100 + 100);
-  $('#count').textContent = `${n} of ${D.games.rows.length} games` + (state.pair ? ` (pair ${state.pair[0]} / ${state.pair[1]})` : '');
-  $('#games').innerHTML = '<tr>' + shown.map((c, i) => `<th data-i="${i + 1}">${c}${state.key === i + 1 ? (state.dir > 0 ? ' ▲' : ' ▼') : ''}</th>`).join('') + '</tr>' +
-    page.map(r => `<tr class="game${r[0] === state.open ? ' sel' : ''}" data-id="${r[0]}">${r.slice(1, r.length - 1).map(v => `<td>${esc(fmt(v))}</td>`).join('')}</tr>`).join('');
-  $('#games').querySelectorAll('th').forEach(th => th.onclick = () => { const i = +th.dataset.i; state.dir = state.key === i ? -state.dir : 1; state.key = i; games(); });
-  $('#games').querySelectorAll('tr.game').forEach(tr => tr.onclick = () => openGame(tr.dataset.id));
-  $('#pager').innerHTML = `<button id="prev">&lsaquo; prev</button> page ${state.page + 1} of ${pages} <button id="next">next &rsaquo;</button>`;
-  $('#prev').onclick = () => { state.page = Math.max(0, state.page - 1); games(); };
-  $('#next').onclick = () => { state.page = Math.min(pages - 1, state.page + 1); games(); };
-}
-const unpacked = {}, waiting = {};
-window.__bilateralChunk = (i, b64) => { CH.chunks[i] = b64; (waiting[i] || []).forEach(f => f()); };
-function fetchChunk(i) {   // a chunk kept next to the page: loaded as a script, which works from file:// too
-  return new Promise((ok, fail) => {
-    (waiting[i] = waiting[i] || []).push(ok);
-    const s = document.createElement('script'); s.src = CH.dir + '/chunk-' + i + '.js';
-    s.onerror = () => fail(new Error('missing ' + s.src)); document.body.appendChild(s);
-  });
-}
-async function chunk(i) {
-  if (!unpacked[i]) {
-    if (!CH.chunks[i]) await fetchChunk(i);
-    const bin = Uint8Array.from(atob(CH.chunks[i]), c => c.charCodeAt(0));
-    const text = await new Response(new Blob([bin]).stream().pipeThrough(new DecompressionStream('gzip'))).text();
-    unpacked[i] = JSON.parse(text);
-  }
-  return unpacked[i];
-}
-async function openGame(id) {
-  const row = D.games.rows.find(r => r[0] === id); state.open = id;
-  const views = await chunk(row[row.length - 1]);
-  $('#game').innerHTML = views[id]; $('#game').dataset.id = id;
-  document.querySelectorAll('#games tr.game').forEach(tr => tr.classList.toggle('sel', tr.dataset.id === id));
-  $('#game').scrollIntoView({behavior: 'instant', block: 'start'});
-}
-function charts() {
-  for (const [k, spec] of Object.entries(D.charts)) {
-    vegaEmbed('#chart-' + k, spec, {actions: false, renderer: 'svg'}).then(r => {
-      if (k !== 'pairs') return;
-      r.view.addSignalListener('pair', (name, v) => {
-        const one = x => Array.isArray(x) ? x[0] : x;
-        state.pair = v && v.buyer !== undefined ? [one(v.buyer), one(v.seller)] : null; state.page = 0; games();
-      });
-    }).catch(e => console.error('chart ' + k + ': ' + e));
-  }
-}
-header();
-sortable($('#leaderboard'), D.leaderboard.cols, D.leaderboard.rows);
-sortable($('#ratings'), D.ratings.cols, D.ratings.rows);
-filters(); games(); charts();
-document.body.dataset.ready = '1';
-})();
-"""
+    return {
+        'spec': spec,
+        'version': __version__,
+        'prompt_hashes': hashes,
+        'planned': planned,
+        'stored': len(rows),
+        'end_reasons': rows['end_reason'].value_counts().sort_index().to_dict(),
+        'failures': failed['cause'].value_counts().sort_index().to_dict(),
+        'written': time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime()),
+    }
 
 # %% ../nbs/12b_view.ipynb #5e000019
 def _frame(df: pd.DataFrame, cols: list[str]) -> dict:
@@ -362,56 +360,91 @@ def _frame(df: pd.DataFrame, cols: list[str]) -> dict:
     df = df.assign(agent=df['agent'].map(short_name)) if 'agent' in df else df
     return {'cols': cols, 'rows': [[_num(x) for x in r] for r in df[cols].itertuples(index=False)]}
 
+
 def _script_json(obj) -> str:
     "JSON that is safe inside a <script> element."
     return json.dumps(obj, separators=(',', ':'), allow_nan=False).replace('</', '<\\/')
 
-def page_html(data: dict, chunks: list[str] | None, sidecar: str = '') -> str:
-    "The whole page: styles, the data, the Vega bundle and the page's script inline; the game views too unless `sidecar` names their folder."
-    import vl_convert as vlc
-    vega = vlc.javascript_bundle().replace('</script', '<\\/script')
+
+def _page_body(data: dict) -> str:
+    "The page's skeleton: the script fills it from the data."
     title = _esc(', '.join(map(short_name, (data['run']['spec'] or {}).get('agents', []))))
-    body = ('<main class="bilateral"><h1>bilateral run</h1><p class="muted">' + title + '</p><div class="card" id="run"></div>'
-            '<h2>Leaderboard</h2><div class="card"><p class="muted">surplus share per role with its 95% bootstrap interval '
-            '(share_lo, share_hi); games that could not be played are not in it</p><table class="data" id="leaderboard"></table></div>'
-            '<div class="grid"><div class="card"><p class="muted">Bradley-Terry rating (Elo scale, 95% CI)</p>'
+    charts = ''.join(f'<div class="card" id="chart-{k}"></div>' for k in data['charts'] if k != 'pairs')
+    note = ('surplus share per role with its 95% bootstrap interval (share_lo, share_hi); '
+            'games that could not be played are not in it')
+    return (f'<main class="bilateral"><h1>bilateral run</h1><p class="muted">{title}</p>'
+            '<div class="card" id="run"></div><h2>Leaderboard</h2>'
+            f'<div class="card"><p class="muted">{note}</p><table class="data" id="leaderboard"></table>'
+            '</div><div class="grid"><div class="card"><p class="muted">Bradley-Terry rating (Elo scale, 95% CI)</p>'
             '<table class="data" id="ratings"></table></div><div class="card" id="chart-pairs"></div></div>'
-            '<h2>Charts</h2><div class="grid">' + ''.join(f'<div class="card" id="chart-{k}"></div>' for k in data['charts'] if k != 'pairs') +
-            '</div>'
-            '<h2>Games</h2><div class="card"><div class="filters" id="filters"></div><table class="data" id="games"></table>'
-            '<div class="pager" id="pager"></div></div><div class="card" id="game"><span class="muted">click a game to open it</span></div></main>')
-    return ('<!doctype html><html><head><meta charset="utf-8"><title>bilateral run</title>'
-            f'<style>{STYLE}{PAGE_STYLE}</style></head><body>{body}'
-            f'<script type="application/json" id="data">{_script_json(data)}</script>'
-            f'<script type="application/json" id="chunks">{_script_json({"chunks": chunks or {}, "dir": sidecar})}</script>'
-            f'<script>{vega}</script><script>{SCRIPT}</script></body></html>')
+            f'<h2>Charts</h2><div class="grid">{charts}</div><h2>Games</h2><div class="card">'
+            '<div class="filters" id="filters"></div><table class="data" id="games"></table>'
+            '<div class="pager" id="pager"></div></div>'
+            '<div class="card" id="game"><span class="muted">click a game to open it</span></div></main>')
+
+
+def page_html(data: dict, chunks: list[str] | None, sidecar: str = '') -> str:
+    "The whole page, inline: styles, data, the Vega bundle, the page's script, and the game views unless in `sidecar`."
+    import vl_convert as vlc
+
+    vega = vlc.javascript_bundle().replace('</script', '<\\/script')
+    views = _script_json({'chunks': chunks or {}, 'dir': sidecar})
+    return (
+        '<!doctype html><html><head><meta charset="utf-8"><title>bilateral run</title>'
+        f'<style>{asset("view-game.css")}{asset("view-page.css")}</style></head><body>{_page_body(data)}'
+        f'<script type="application/json" id="data">{_script_json(data)}</script>'
+        f'<script type="application/json" id="chunks">{views}</script>'
+        f'<script>{vega}</script><script>{asset("view.js")}</script></body></html>'
+    )
 
 # %% ../nbs/12b_view.ipynb #5e00001a
-INLINE_MB = 40   # above this much of compressed game views, they go to a folder next to the page
-LB_COLS = ['role', 'agent', 'games', 'share', 'share_lo', 'share_hi', 'share_if_deal', 'deal', 'ir_violation', 'invalid_calls']
+INLINE_MB = 40  # above this much of compressed game views, they go to a folder next to the page
+LB_COLS = [
+    'role',
+    'agent',
+    'games',
+    'share',
+    'share_lo',
+    'share_hi',
+    'share_if_deal',
+    'deal',
+    'ir_violation',
+    'invalid_calls',
+]
+
 
 def write_view(run_dir: str | Path, out: str | Path | None = None, n_boot: int = 200) -> Path:
     "Write the run's self-contained page (default `RUN_DIR/report.html`); return its path."
     run_dir = Path(run_dir)
-    if not run_dir.is_dir(): raise StoreError(f'not a directory: {run_dir}')
+    if not run_dir.is_dir():
+        raise StoreError(f'not a directory: {run_dir}')
     with Store(run_dir, create=False) as store:
         rows = store.rows()
-        if rows.empty: raise StoreError(f'the store in {run_dir} holds no games yet')
+        if rows.empty:
+            raise StoreError(f'the store in {run_dir} holds no games yet')
         lb = leaderboard(rows, n_boot=n_boot)
         table = game_table(rows)
         chunks, where = game_chunks(store, [r[0] for r in table['rows']])
-        for r in table['rows']: r.append(where[r[0]])
+        for r in table['rows']:
+            r.append(where[r[0]])
         table['cols'] = table['cols'] + ['chunk']
         ratings = bradley_terry(rows, n_boot=max(50, n_boot // 5))
-        data = {'run': _run_info(store, rows), 'leaderboard': _frame(lb, LB_COLS),
-                'ratings': _frame(ratings, list(ratings.columns)), 'games': table, 'charts': view_charts(store, rows, lb, n_boot)}
+        data = {
+            'run': _run_info(store, rows),
+            'leaderboard': _frame(lb, LB_COLS),
+            'ratings': _frame(ratings, list(ratings.columns)),
+            'games': table,
+            'charts': view_charts(store, rows, lb, n_boot),
+        }
     path = Path(out) if out else run_dir / 'report.html'
     side = path.parent / f'{path.stem}_files'
-    if side.exists(): shutil.rmtree(side)
+    if side.exists():
+        shutil.rmtree(side)
     if sum(map(len, chunks)) <= INLINE_MB * 1e6:
         path.write_text(page_html(data, chunks))
         return path
     side.mkdir()
-    for i, c in enumerate(chunks): (side / f'chunk-{i}.js').write_text(f'window.__bilateralChunk({i},"{c}");')
+    for i, c in enumerate(chunks):
+        (side / f'chunk-{i}.js').write_text(f'window.__bilateralChunk({i},"{c}");')
     path.write_text(page_html(data, None, side.name))
     return path

@@ -47,6 +47,15 @@ def test_page_opens_offline_filters_and_shows_a_game(page_file, tmp_path):
         ids = [shown.nth(i).get_attribute('data-id') for i in range(shown.count())]
         expected = rows[(rows['buyer'] == 'hardliner') & rows['deal']]
         assert sorted(ids) == sorted(expected.index) and ids
+        page.click('#clear')                                             # the pair map filters the table too
+        page.locator('#chart-pairs g.mark-rect path').nth(5).click()
+        page.wait_for_function("document.querySelector('#count').textContent.includes('pair')")
+        pairs = {(r.locator('td').nth(0).inner_text(), r.locator('td').nth(1).inner_text())
+                 for r in page.locator('#games tr.game').all()}
+        assert len(pairs) == 1 and page.locator('#games tr.game').count() == 5, pairs
+        page.click('#clear')
+        page.select_option('select[data-f="buyer"]', 'hardliner')
+        page.select_option('select[data-f="deal"]', 'true')
         shown.first.click()
         page.wait_for_selector('#game svg.path')
         gid = page.locator('#game').get_attribute('data-id')

@@ -1,0 +1,1 @@
+../nbs/assets/view.js
