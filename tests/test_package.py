@@ -22,6 +22,8 @@ def test_wheel_runs_without_checkout(root, tmp_path):
     r = subprocess.run([sys.executable, '-c', code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and 'profile smoke' in r.stdout, r.stderr[-2000:]
     assert (tmp_path / 'run' / 'figures' / 'leaderboard.png').exists()
+    assert all((target / 'bilateral' / f).is_file() for f in ('view.js', 'view-game.css', 'view-page.css'))
+    assert 'window.__bilateralChunk' in (tmp_path / 'run' / 'report.html').read_text()   # the page, with the shipped script
     cells = json.loads((tmp_path / 'run' / 'report.ipynb').read_text())['cells']
     assert not any(o.get('output_type') == 'error' for c in cells for o in c.get('outputs', []))
 
