@@ -19,3 +19,14 @@ def tiny_model(tmp_path_factory):
     if pre and (Path(pre) / 'bilateral_tiny.json').exists(): return Path(pre), json.loads((Path(pre) / 'bilateral_tiny.json').read_text())
     d = tmp_path_factory.mktemp('tiny-model')
     return d, build_tiny_model(d)
+
+@pytest.fixture(scope='module')
+def srv():
+    "The project's fault-injecting OpenAI-compatible endpoint on 127.0.0.1, one per test module."
+    from bilateral.fakeserver import serve
+    with serve() as s: yield s
+
+@pytest.fixture
+def llm_cache(tmp_path, monkeypatch):
+    "A fresh, empty reply cache for one test."
+    monkeypatch.setenv('BILATERAL_CACHE', str(tmp_path / 'llm-cache.sqlite'))

@@ -14,13 +14,7 @@ from bilateral.store import Store
 EXE = str(Path(sys.executable).parent / 'bilateral')
 SC = sample_scenarios(2, seed=11)
 
-@pytest.fixture(scope='module')
-def srv():
-    with serve() as s: yield s
-
-@pytest.fixture(autouse=True)
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv('BILATERAL_CACHE', str(tmp_path / 'llm-cache.sqlite'))
+pytestmark = pytest.mark.usefixtures('llm_cache')   # `srv` and `llm_cache` live in conftest.py
 
 SCORED = {'deal', 'quit', 'deadline', 'both_idle', 'event_cap', 'invalid_calls', 'agent_limit', 'context_overflow', 'content_filter'}
 # fault -> (agent options, what every game must end with: a set of scored reasons, or the cause of an unplayable game)

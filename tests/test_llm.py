@@ -9,13 +9,7 @@ from bilateral.fakeserver import serve
 from bilateral.tournament import TournamentSpec, run_tournament
 from bilateral.store import Store
 
-@pytest.fixture(scope='module')
-def srv():
-    with serve() as s: yield s
-
-@pytest.fixture(autouse=True)
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv('BILATERAL_CACHE', str(tmp_path / 'llm-cache.sqlite'))
+pytestmark = pytest.mark.usefixtures('llm_cache')   # `srv` and `llm_cache` live in conftest.py
 
 SC = sample_scenarios(3, seed=11)
 
