@@ -6,7 +6,7 @@ Docs: https://github.com/bilateral-dev/bilateral/store.html.md"""
 
 # %% ../nbs/08_store.ipynb #a9d6fa54
 from __future__ import annotations
-import json, math, sqlite3, time, zlib
+import json, math, os, sqlite3, time, zlib
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -75,6 +75,9 @@ class Store:
         try: self._open(create)
         except sqlite3.DatabaseError as e:
             self.close()
+            if isinstance(e, sqlite3.OperationalError) and not os.access(self.dir, os.W_OK):
+                raise StoreError(f'cannot open {self.path} ({e}): the run directory must be writable, since SQLite keeps '
+                                 'its write-ahead log beside the file') from None
             raise StoreError(f'{self.path} is not a readable bilateral results store ({e})') from None
 
     def _open(self, create: bool):

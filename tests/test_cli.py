@@ -165,3 +165,25 @@ def test_old_stores_give_their_unplayable_games_back(stored_run):
     con.close()
     r = run('tournament', '--agents', 'boulware,conceder', '--games-per-pair', '2', '--out', str(stored_run), '--quiet')
     assert r.returncode == 0 and '8/8 games stored' in r.stdout and '(1 played now' in r.stdout, r.stdout + r.stderr
+
+@pytest.fixture
+def read_only_dir(tmp_path):
+    "A folder on a tmpfs remounted read-only (root ignores file modes, not a read-only mount); skipped where mount is not allowed."
+    d = tmp_path / 'ro'
+    d.mkdir()
+    if subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=16m', 'tmpfs', str(d)], capture_output=True).returncode:
+        pytest.skip('cannot mount a tmpfs here to make a read-only folder')
+    try: yield d
+    finally: subprocess.run(['umount', '-l', str(d)], capture_output=True)
+
+def test_read_only_run_dir_or_parent_gets_one_line(read_only_dir):
+    r = run('tournament', '--agents', 'boulware,conceder', '--games-per-pair', '2', '--out', str(read_only_dir / 'run'), '--quiet')
+    assert r.returncode == 0, r.stderr
+    subprocess.run(['mount', '-o', 'remount,ro', str(read_only_dir)], check=True)
+    before = snapshot(read_only_dir)
+    one_line(run('tournament', '--agents', 'linear', '--out', str(read_only_dir / 'new')), 'cannot create the run directory',
+             'Read-only file system')
+    for args in (['tournament', '--agents', 'boulware,conceder', '--games-per-pair', '2', '--out', str(read_only_dir / 'run')],
+                 ['report', str(read_only_dir / 'run')], ['view', str(read_only_dir / 'run')]):
+        one_line(run(*args), 'the run directory must be writable')
+    assert snapshot(read_only_dir) == before

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from bilateral.agents import play_game, run_sync
 from bilateral.engine import dumps, replay
-from bilateral.fakeserver import FAULTS, serve
+from bilateral.fakeserver import FAULTS
 from bilateral.scenarios import sample_scenarios
 from bilateral.store import Store
 

@@ -5,7 +5,6 @@ import pytest
 from bilateral.core import EndReason, Role
 from bilateral.agents import play, play_game, run_sync
 from bilateral.scenarios import sample_scenarios, Scenario
-from bilateral.fakeserver import serve
 from bilateral.tournament import TournamentSpec, run_tournament
 from bilateral.store import Store
 
