@@ -76,7 +76,8 @@ def cmd_tournament(a) -> str:
     from bilateral.store import Store
     spec = TournamentSpec(tuple(x for x in a.agents.split(',') if x), a.games_per_pair, a.preset, a.seed, not a.no_self_play)
     limits = _agent_limits(a.agent_limit)
-    try: s = run_tournament(spec, a.out, concurrency=a.concurrency, agent_limits=limits, progress=not a.quiet, extend=a.extend)
+    try: s = run_tournament(spec, a.out, concurrency=a.concurrency, agent_limits=limits, progress=not a.quiet,
+                            extend=a.extend)
     except KeyboardInterrupt:
         with Store(a.out) as st: n = st.count()
         raise CliError(f'interrupted: {n} finished games are stored in {a.out}; run the same command again to resume') from None
@@ -100,10 +101,11 @@ def cmd_report(a) -> str:
     r = rep['tables']['ratings']
     ratings = '\n'.join(f"{x.agent:<15}{x.rating:8.1f}  [{x.lo:.1f}, {x.hi:.1f}]" for x in r.itertuples())
     sm = rep['summary']
-    gap = '' if not sm['missing'] else (f"\n\n{sm['missing']} of {sm['planned']} planned games are not in the results "
-                                        f"(could not be played: {', '.join(f'{k} {v}' for k, v in sm['failures'].items()) or 'none recorded'});"
-                                        ' they are not scored')
-    return gap.lstrip('\n') + ('\n\n' if gap else '') + (format_leaderboard(rep['tables']['leaderboard']) + '\n\nBradley-Terry rating (Elo scale, 95% CI)\n' + ratings +
+    causes = ', '.join(f'{k} {v}' for k, v in sm['failures'].items()) or 'none recorded'
+    gap = '' if not sm['missing'] else (f"{sm['missing']} of {sm['planned']} planned games are not in the results "
+                                        f'(could not be played: {causes}); they are not scored\n\n')
+    head = format_leaderboard(rep['tables']['leaderboard']) + '\n\nBradley-Terry rating (Elo scale, 95% CI)\n'
+    return gap + (head + ratings +
             f"\n\nwrote {len(rep['tables'])} tables to {Path(a.run_dir) / 'tables'}, {len(rep['figures'])} "
             f"figures to {Path(a.run_dir) / 'figures'}" + (f", the page {rep['page']}" if rep['page'] else ''))
 
@@ -191,7 +193,8 @@ def parser() -> argparse.ArgumentParser:
     rp.add_argument('run_dir'); rp.add_argument('--n-boot', type=int, default=1000); rp.add_argument('--no-figures', action='store_true')
     rp.set_defaults(fn=cmd_report)
     v = sub.add_parser('view', help='one self-contained HTML page of a run: leaderboard, charts, every game')
-    v.add_argument('run_dir'); v.add_argument('--out', default=None, help='the page to write (default RUN_DIR/report.html)')
+    v.add_argument('run_dir')
+    v.add_argument('--out', default=None, help='the page to write (default RUN_DIR/report.html)')
     v.add_argument('--n-boot', type=int, default=200); v.set_defaults(fn=cmd_view)
     rr = sub.add_parser('reproduce', help='run the experiment notebooks of a profile through papermill')
     rr.add_argument('--profile', default='offline', choices=['smoke', 'offline', 'paper']); rr.add_argument('--out', default=None)
@@ -216,7 +219,7 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 def main(argv: list[str] | None = None) -> int:
-    "Entry point of the `bilateral` console script: exit 0 done, 2 an error (one line), 3 done with games left unplayed."
+    "Entry point of the `bilateral` script: exit 0 done, 2 an error (one line), 3 done with games left unplayed."
     try:
         a = parser().parse_args(argv)
         print(a.fn(a))

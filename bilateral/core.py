@@ -29,7 +29,8 @@ class ReplayError(BilateralError):
     "A stored transcript does not reproduce when re-run through the engine."
 
 class Unreachable(BilateralError):
-    "A game cannot be played: its model could not be reached. Such a game is recorded with `cause`, never scored, and played again by the next run; a `fatal` cause (a refused key, an unknown model) stops the whole run."
+    """A game cannot be played: its model could not be reached. Such a game is recorded with `cause`, never scored,
+    and played again by the next run; a `fatal` cause (a refused key, an unknown model) stops the whole run."""
     def __init__(self, cause: str, message: str, fatal: bool = False):
         super().__init__(message)
         self.cause, self.fatal = cause, fatal
@@ -105,7 +106,7 @@ class EndReason(str, Enum):
     BOTH_IDLE = 'both_idle'          # both parties waited for the other with no timer pending
     EVENT_CAP = 'event_cap'          # too many actions
     INVALID_CALLS = 'invalid_calls'  # a party used up its allowance of invalid tool calls
-    AGENT_ERROR = 'agent_error'      # the game could not be played (model unreachable, key refused, agent crashed): never scored
+    AGENT_ERROR = 'agent_error'      # could not be played (model unreachable, key refused, agent crashed): unscored
     AGENT_LIMIT = 'agent_limit'      # the agent hit its own per-game limit on turns, tokens or wall time
     CONTEXT_OVERFLOW = 'context_overflow'  # the conversation no longer fits the model's context
     CONTENT_FILTER = 'content_filter'      # the model's provider refused to answer

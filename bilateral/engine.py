@@ -335,7 +335,7 @@ def dumps(obj) -> str:
     return json.dumps(obj, sort_keys=True, separators=(',', ':'), allow_nan=False)
 
 def _actions(log):
-    "What the drivers did, in order: ('submit', role, calls) per batch and ('fail', role, why, reason, first) per failure."
+    "What the drivers did, in order: ('submit', role, calls) per batch, ('fail', role, why, reason, first) per failure."
     out, batch = [], None
     for i, rec in enumerate(log):
         if 'agent_error' in rec: out.append(('fail', rec['role'], rec['agent_error'], EndReason(rec['reason']), i == 0))

@@ -54,7 +54,9 @@ def _fault_reply(kind: str, model: str, msgs: list, n_in: int):
         return completion(model, 'oops', bad, n_in=n_in)
     if kind == 'truncated': return completion(model, None, [('make_offer', '{"price": 1')], 'length', n_in)
     if kind == 'nullname': return completion(model, None, [(None, '{"price": 10}')], n_in=n_in)
-    if kind == 'huge': return completion(model, None, [('make_offer', '{"price": 1' + '0' * 400 + '}'), ('wait_for_response', '{}')], n_in=n_in)
+    if kind == 'huge':
+        calls = [('make_offer', '{"price": 1' + '0' * 400 + '}'), ('wait_for_response', '{}')]
+        return completion(model, None, calls, n_in=n_in)
     if kind == 'chatty': return completion(model, 'Let me think about the market for this item. ' * 20, [], n_in=n_in)
     return None
 
@@ -101,7 +103,8 @@ def make_app():
         if kind == 'badbody': return PlainTextResponse('{"choices": [', media_type='application/json')
         if kind == 'unauthorized': return err(401, 'invalid api key', 'invalid_api_key')
         if kind == 'forbidden': return err(403, 'this key may not use this model', 'forbidden')
-        if kind == 'keyed' and req.headers.get('authorization') != 'Bearer sk-good': return err(401, 'invalid api key', 'invalid_api_key')
+        if kind == 'keyed' and req.headers.get('authorization') != 'Bearer sk-good':
+            return err(401, 'invalid api key', 'invalid_api_key')
         if kind == 'leaky': return err(401, f"invalid api key: {req.headers.get('authorization', '')}", 'invalid_api_key')
         if kind == 'context': return err(400, "This model's maximum context length is 8 tokens", 'context_length_exceeded')
         if (out := _fault_reply(kind, model, msgs, n_in)) is not None: return out

@@ -56,7 +56,8 @@ def _money(cents: int) -> str: return f'{cents / 100:,.2f}'.replace(',', '')
 
 def fence(text: str) -> str:
     "Wrap opponent text so that it reads as data."
-    return '<opponent_message>' + text.replace('&', '&amp;').replace('<', '&lt;').replace('>', '&gt;') + '</opponent_message>'
+    text = text.replace('&', '&amp;').replace('<', '&lt;').replace('>', '&gt;')
+    return '<opponent_message>' + text + '</opponent_message>'
 
 def render_result(content: dict) -> str:
     "A tool result as the JSON text the model reads, opponent texts fenced."
@@ -278,13 +279,15 @@ RETRY_STATUS = {408, 409, 429}
 def _refused(ep: Endpoint, status: int) -> str:
     "The one line that says an endpoint refused us, and what to check."
     where = ep.base_url or 'api.openai.com'
-    what = f'check the key in ${ep.key_env} and the model name' if ep.key_env else 'check the model name and the server\'s key settings'
+    what = (f'check the key in ${ep.key_env} and the model name' if ep.key_env
+            else "check the model name and the server's key settings")
     if status == 404: what = 'check the model name and the base URL'
     return f'{where} refused the request (HTTP {status}): {what}'
 
 async def request(ep: Endpoint, kwargs: dict, retries: int = 6, rng: random.Random | None = None, cap: float = 30.0):
-    """One chat completion with retries: (response, latency); None when an endpoint that is up keeps refusing this one
-    reply with the same server error (the model's own malformed output); `Unreachable` when the model cannot be reached."""
+    """One chat completion with retries: (response, latency); None when an endpoint that is up keeps refusing this
+    one reply with the same server error (the model's own malformed output); `Unreachable` when the model cannot be
+    reached."""
     import openai
     rng, last, cause, same = rng or random.Random(), None, 'server_error', {}
     for attempt in range(retries + 1):
@@ -307,15 +310,18 @@ async def request(ep: Endpoint, kwargs: dict, retries: int = 6, rng: random.Rand
             except openai.APIStatusError as e:
                 if e.status_code == 429: ep.limiter.rate_limited()
                 if e.status_code not in RETRY_STATUS and e.status_code < 500:
-                    raise Unreachable(f'http_{e.status_code}', f'HTTP {e.status_code} from the endpoint: {_detail(ep, e)}') from None
-                last, cause, delay = f'HTTP {e.status_code}', 'server_error' if e.status_code >= 500 else 'rate_limited', retry_after(e)
+                    why = f'HTTP {e.status_code} from the endpoint: {_detail(ep, e)}'
+                    raise Unreachable(f'http_{e.status_code}', why) from None
+                last, delay = f'HTTP {e.status_code}', retry_after(e)
+                cause = 'server_error' if e.status_code >= 500 else 'rate_limited'
                 if e.status_code >= 500:
                     d = _detail(ep, e)
                     same[d] = same.get(d, 0) + 1
                     if ep.ok and same[d] >= 2: return None
             except openai.APITimeoutError: last, cause = 'timeout', 'timeout'
             except openai.APIConnectionError: last, cause = 'connection error', 'connection'
-            except (openai.APIError, ValueError) as e: last, cause = f'unreadable response: {type(e).__name__}', 'bad_response'
+            except (openai.APIError, ValueError) as e:
+                last, cause = f'unreadable response: {type(e).__name__}', 'bad_response'
         if attempt < retries: await asyncio.sleep(min(cap, delay if delay is not None else 0.5 * 2 ** attempt * rng.uniform(0.5, 1.5)))
     raise Unreachable(cause, f'{ep.base_url or "api.openai.com"}: gave up after {retries + 1} attempts ({last})')
 

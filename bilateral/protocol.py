@@ -148,7 +148,8 @@ def _float(s):
 def parse_arguments(raw: str | dict) -> dict:
     "A tool call's arguments (a JSON string, or a dict from a scripted agent) -> dict, or `ToolError`."
     if type(raw) is dict: return raw
-    if type(raw) is not str: raise ToolError('arguments_not_object', f'arguments must be a JSON object, got {type(raw).__name__}')
+    if type(raw) is not str:
+        raise ToolError('arguments_not_object', f'arguments must be a JSON object, got {type(raw).__name__}')
     if not raw.strip(): return {}
     try: args = json.loads(raw, object_pairs_hook=_pairs, parse_constant=_const, parse_float=_float)
     except ToolError: raise
@@ -167,14 +168,17 @@ class Limits(NamedTuple):
 
 def _show(x) -> str:
     "A short, deterministic rendering of a bad value for an error message."
-    if type(x) is int and x.bit_length() > 50: return f'an integer of {len(str(abs(x))) if x.bit_length() < 13000 else "over 4000"} digits'
+    if type(x) is int and x.bit_length() > 50:
+        return f'an integer of {len(str(abs(x))) if x.bit_length() < 13000 else "over 4000"} digits'
     try: return json.dumps(x, allow_nan=True)[:40]
     except (TypeError, ValueError, RecursionError): return f'a {type(x).__name__}'
 
 def _number(name, x, lo, hi, what):
-    if isinstance(x, bool) or not isinstance(x, (int, float)): raise ToolError('wrong_type', f'{name} must be a number, got {_show(x)}')
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise ToolError('wrong_type', f'{name} must be a number, got {_show(x)}')
     if isinstance(x, float) and not math.isfinite(x): raise ToolError('not_finite', f'{name} is not a finite number')
-    if not lo < x <= hi: raise ToolError('out_of_range', f'{name} must be > {lo:g} and <= {hi:g} {what}, got {_show(x)}')
+    if not lo < x <= hi:
+        raise ToolError('out_of_range', f'{name} must be > {lo:g} and <= {hi:g} {what}, got {_show(x)}')
     return x
 
 def _text(name, x, cap):
@@ -186,7 +190,7 @@ def _text(name, x, cap):
 _SCALARS = (str, bool, type(None))
 
 def _plain(x, depth: int = 0) -> bool:
-    "Is `x` pure JSON (str keys, finite numbers, printable integers, nesting under 32) so that it stores and replays as it is?"
+    "Is `x` pure JSON (str keys, finite numbers, printable integers, nesting under 32), to store and replay as it is?"
     t = type(x)
     if t in _SCALARS: return True
     if t is float: return math.isfinite(x)
@@ -199,18 +203,19 @@ def _plain(x, depth: int = 0) -> bool:
 def _jsonish(x, depth: int = 0):
     "`x` with every part that is not pure JSON replaced by a stand-in of the same kind of wrongness."
     if isinstance(x, bool) or x is None: return x
-    if isinstance(x, float): return float(x)                              # NaN and infinities become NaN / Infinity tokens
+    if isinstance(x, float): return float(x)                   # NaN and infinities become NaN / Infinity tokens
     if isinstance(x, int): return int(x) if x.bit_length() < 13000 else math.inf
     if isinstance(x, str): return str.__str__(x)
     if depth > 32: return {'__python__': 'too deep'}
-    if isinstance(x, dict): return {k if type(k) is str else f'<{type(k).__name__}>': _jsonish(v, depth + 1) for k, v in x.items()}
+    if isinstance(x, dict):
+        return {k if type(k) is str else f'<{type(k).__name__}>': _jsonish(v, depth + 1) for k, v in x.items()}
     if isinstance(x, (list, tuple)): return [_jsonish(v, depth + 1) for v in x]
     return {'__python__': type(x).__name__}
 
 def plain_arguments(raw):
     "Arguments as they are stored and replayed: a string or pure-JSON value as it is; anything else as JSON text."
     if type(raw) is str or _plain(raw): return raw
-    if not isinstance(raw, dict): return [type(raw).__name__]            # still not an object, so still `arguments_not_object`
+    if not isinstance(raw, dict): return [type(raw).__name__]    # still not an object: still `arguments_not_object`
     return json.dumps(_jsonish(raw), allow_nan=True)
 
 def validate_call(name: str, raw: str | dict, limits: Limits = Limits()) -> dict:
@@ -234,7 +239,7 @@ def validate_call(name: str, raw: str | dict, limits: Limits = Limits()) -> dict
     for k in keys:
         x = args[k]
         if k == 'price':
-            if type(x) is float and 0 < x <= limits.max_price / 100: p = x   # the common case, checked in full below otherwise
+            if type(x) is float and 0 < x <= limits.max_price / 100: p = x   # the common case; in full below otherwise
             else: p = _number('price', x, 0, limits.max_price / 100, 'dollars')
             if (c := round(p * 100)) < 1: raise ToolError('out_of_range', f'price must be at least $0.01, got {p:g}')
             out[k] = c

@@ -39,10 +39,10 @@ CREATE TABLE IF NOT EXISTS failures (
 );
 """
 _COLUMNS = {'meta': ['key', 'value'],
-            'games': ['game_id', 'buyer', 'seller', 'scenario_index', 'seed', 'tier', 'zopa_width', 'deal', 'end_reason', 'row',
-                      'transcript', 'messages', 'finished_at'],
-            'failures': ['game_id', 'buyer', 'seller', 'scenario_index', 'role', 'cause', 'message', 'fatal', 'attempts',
-                         'transcript', 'failed_at']}
+            'games': ['game_id', 'buyer', 'seller', 'scenario_index', 'seed', 'tier', 'zopa_width', 'deal',
+                      'end_reason', 'row', 'transcript', 'messages', 'finished_at'],
+            'failures': ['game_id', 'buyer', 'seller', 'scenario_index', 'role', 'cause', 'message', 'fatal',
+                         'attempts', 'transcript', 'failed_at']}
 
 class StoreError(BilateralError):
     "The run directory is missing, foreign, or belongs to another tournament."
@@ -71,18 +71,20 @@ class Store:
             raise StoreError(f'no results store in {self.dir} (expected {self.FILE}); is this a run directory?')
         if create:
             try: self.dir.mkdir(parents=True, exist_ok=True)
-            except OSError as e: raise StoreError(f'cannot create the run directory {self.dir}: {e.strerror or e}') from None
+            except OSError as e:
+                raise StoreError(f'cannot create the run directory {self.dir}: {e.strerror or e}') from None
         try: self._open(create)
         except sqlite3.DatabaseError as e:
             self.close()
             if isinstance(e, sqlite3.OperationalError) and not os.access(self.dir, os.W_OK):
-                raise StoreError(f'cannot open {self.path} ({e}): the run directory must be writable, since SQLite keeps '
-                                 'its write-ahead log beside the file') from None
+                raise StoreError(f'cannot open {self.path} ({e}): the run directory must be writable, since '
+                                 'SQLite keeps its write-ahead log beside the file') from None
             raise StoreError(f'{self.path} is not a readable bilateral results store ({e})') from None
 
     def _open(self, create: bool):
         self.con = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        if (why := _schema_problem(self.con)): raise StoreError(f'{self.path} is not a bilateral results store: {why}; nothing was changed')
+        if (why := _schema_problem(self.con)):
+            raise StoreError(f'{self.path} is not a bilateral results store: {why}; nothing was changed')
         if create:
             self.con.execute('PRAGMA journal_mode=WAL')
             self.con.execute('PRAGMA synchronous=NORMAL')
@@ -107,12 +109,12 @@ def _transaction(con: sqlite3.Connection):
     con.execute('COMMIT')
 
 def _adopt_old_failures(con: sqlite3.Connection):
-    "Stores written before failures were kept apart hold unplayable games as `agent_error` rows: move them, to be played again."
+    "Stores written before failures were kept apart hold unplayable games as `agent_error` rows: move them."
     if not con.execute("SELECT 1 FROM games WHERE end_reason='agent_error' LIMIT 1").fetchone(): return
     with _transaction(con):
-        con.execute("""INSERT OR IGNORE INTO failures SELECT game_id, buyer, seller, scenario_index, NULL, 'agent_error',
-                       'stored as a finished game by an earlier version', 0, 1, transcript, finished_at FROM games
-                       WHERE end_reason='agent_error'""")
+        con.execute("""INSERT OR IGNORE INTO failures SELECT game_id, buyer, seller, scenario_index, NULL,
+                       'agent_error', 'stored as a finished game by an earlier version', 0, 1, transcript,
+                       finished_at FROM games WHERE end_reason='agent_error'""")
         con.execute("DELETE FROM games WHERE end_reason='agent_error'")
 
 # %% ../nbs/08_store.ipynb #9a563f11
@@ -137,7 +139,8 @@ def claim(self: Store, defining: dict, spec: dict, extend: bool = False) -> None
     if old_spec is not None and old_spec != spec:
         diff = _differences(old_spec, spec)
         grows = (set(old_spec['agents']) <= set(spec['agents']) and spec['games_per_pair'] >= old_spec['games_per_pair']
-                 and spec['self_play'] >= old_spec['self_play'] and set(diff) <= {'agents', 'games_per_pair', 'self_play'})
+                 and spec['self_play'] >= old_spec['self_play']
+                 and set(diff) <= {'agents', 'games_per_pair', 'self_play'})
         if not extend or not grows:
             how = 'pass --extend to add agents or games to it' if grows else 'use a new --out directory'
             raise StoreError(f'{self.dir} holds a run of another spec (differs in: {", ".join(diff)}); {how}')
@@ -173,7 +176,8 @@ def add_failure(self: Store, game_id: str, buyer: str, seller: str, scenario_ind
 def failures(self: Store) -> pd.DataFrame:
     "The games that could not be played, with their cause, message and number of attempts."
     cols = ['game_id', 'buyer', 'seller', 'scenario_index', 'role', 'cause', 'message', 'fatal', 'attempts']
-    return pd.DataFrame(self.con.execute(f'SELECT {", ".join(cols)} FROM failures ORDER BY game_id').fetchall(), columns=cols)
+    recs = self.con.execute(f'SELECT {", ".join(cols)} FROM failures ORDER BY game_id').fetchall()
+    return pd.DataFrame(recs, columns=cols)
 
 def messages(self: Store, game_id: str) -> dict | None:
     "The agents' own conversations of a game, if its agents kept any."

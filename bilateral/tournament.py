@@ -50,7 +50,8 @@ class TournamentSpec:
         if self.games_per_pair > MAX_GAMES_PER_PAIR:
             raise ConfigError(f'games_per_pair is {self.games_per_pair}; the limit is {MAX_GAMES_PER_PAIR:,}')
         if (n := self.n_games) > MAX_GAMES:
-            raise ConfigError(f'this tournament has {n:,} games; the limit is {MAX_GAMES:,} (fewer agents or games per pair)')
+            raise ConfigError(f'this tournament has {n:,} games; the limit is {MAX_GAMES:,} '
+                              '(fewer agents or games per pair)')
         if self.preset not in PRESETS: raise ConfigError(f"unknown preset {self.preset!r}; choose from {', '.join(PRESETS)}")
 
     @property
@@ -104,10 +105,12 @@ class RunStopped(BilateralError):
 
 def _check_run(spec: TournamentSpec, concurrency: int, agent_limits: dict | None):
     "Refuse a run that cannot work, before any game is played: bad sizes, limits on unknown agents, missing keys."
-    if not 1 <= concurrency <= MAX_CONCURRENCY: raise ConfigError(f'concurrency must be 1 to {MAX_CONCURRENCY}, got {concurrency}')
+    if not 1 <= concurrency <= MAX_CONCURRENCY:
+        raise ConfigError(f'concurrency must be 1 to {MAX_CONCURRENCY}, got {concurrency}')
     for a, k in (agent_limits or {}).items():
         if a not in spec.agents: raise ConfigError(f'agent limit for {a!r}, which is not in this tournament')
-        if not (isinstance(k, int) and k >= 1): raise ConfigError(f'the limit for {a!r} must be a whole number >= 1, got {k!r}')
+        if not (isinstance(k, int) and k >= 1):
+            raise ConfigError(f'the limit for {a!r} must be a whole number >= 1, got {k!r}')
     for a in spec.agents: make_agent(a).check()   # unknown names, bad options and missing keys fail here
 
 def _record(store, t: GameTask, r: GameResult, reasons: Counter, failed: Counter) -> str | None:
@@ -123,8 +126,8 @@ def _record(store, t: GameTask, r: GameResult, reasons: Counter, failed: Counter
 
 async def run_tournament_async(spec: TournamentSpec, out_dir: str | Path, concurrency: int = 8, agent_limits: dict | None = None,
                                progress: bool = True, extend: bool = False) -> dict:
-    """Play the missing games of `spec` into the store in `out_dir`; return a summary. Games that could not be played are
-    recorded apart and played again by the next run; a refused key or unknown model stops the run (`RunStopped`)."""
+    """Play the missing games of `spec` into the store in `out_dir`; return a summary. Games that could not be played
+    are recorded apart and played again by the next run; a refused key or unknown model stops the run (`RunStopped`)."""
     _check_run(spec, concurrency, agent_limits)
     with Store(out_dir) as store:
         store.claim(spec.defining(), spec.to_json(), extend)
