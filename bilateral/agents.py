@@ -95,8 +95,9 @@ async def _guarded(eng: Engine, role: Role, coro, failure: dict):
         failure.update(role=role.value, cause=e.cause, message=str(e)[:500], fatal=e.fatal)
         eng.fail(role, str(e))
     except Exception as e:
-        failure.update(role=role.value, cause='agent_crash', message=f'{type(e).__name__}: {e}'[:500], fatal=False)
-        eng.fail(role, f'{type(e).__name__}: {e}')
+        why = f'{type(e).__name__}: {e}'
+        failure.update(role=role.value, cause='agent_crash', message=why[:500], fatal=False)
+        eng.fail(role, why)
 
 async def play_game(scenario: Scenario, buyer: Agent | str, seller: Agent | str, rules: Rules = Rules(), seed: int = 0) -> GameResult:
     "Play one game between two agents."

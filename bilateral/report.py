@@ -14,8 +14,7 @@ from .core import *
 from .engine import dumps
 from .store import Store, StoreError
 from .metrics import leaderboard
-from .tournament import TournamentSpec
-from .view import write_view
+from .view import write_view, run_info
 from .analysis import paired_comparison, bradley_terry, breakdown, behaviour, tier_spread
 
 # %% auto #0
@@ -60,14 +59,12 @@ def write_report(run_dir: str | Path, n_boot: int = 1000, figures: bool = True) 
         (run_dir / 'tables').mkdir(exist_ok=True)
         for name, df in tables.items(): df.to_csv(run_dir / 'tables' / f'{name}.csv', index=False, float_format='%.6g')
         figs = report_figures(store, rows, tables, run_dir / 'figures', n_boot) if figures else {}
-        page = write_view(run_dir, n_boot=min(n_boot, 200)) if figures else None
+        page = write_view(run_dir, n_boot=min(n_boot, 200), tables=tables) if figures else None
         exports = store.export(run_dir)
-        spec, failed = store.get_meta('spec'), store.failures()
-    planned = TournamentSpec.from_json(spec).n_games if spec else len(rows)
-    summary = {'games': len(rows), 'planned': planned, 'missing': planned - len(rows),
-               'failures': failed['cause'].value_counts().sort_index().to_dict(),
-               'spec': spec, 'deal_rate': round(float(rows['deal'].mean()), 4),
-               'end_reasons': rows['end_reason'].value_counts().sort_index().to_dict(),
+        info = run_info(store, rows)
+    summary = {'games': len(rows), 'planned': info['planned'], 'missing': info['planned'] - len(rows),
+               'failures': info['failures'], 'spec': info['spec'], 'deal_rate': round(float(rows['deal'].mean()), 4),
+               'end_reasons': info['end_reasons'],
                'tables': sorted(f'tables/{n}.csv' for n in tables),
                'figures': sorted(f'figures/{n}.png' for n in figs), 'page': page and page.name}
     (run_dir / 'summary.json').write_text(json.dumps(summary, indent=1, sort_keys=True))

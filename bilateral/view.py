@@ -21,7 +21,7 @@ from . import plots
 # %% auto #0
 __all__ = ['COLORS', 'SUMMARY_COLS', 'CHUNK', 'INLINE_MB', 'LB_COLS', 'price_path_svg', 'calls_table', 'conversation_html',
            'game_html', 'asset', 'GameView', 'show_game', 'pair_chart', 'game_table', 'game_chunks', 'view_charts',
-           'page_html', 'write_view']
+           'run_info', 'page_html', 'write_view']
 
 # %% ../nbs/12b_view.ipynb #5e000005
 COLORS = {
@@ -305,37 +305,41 @@ def _pack(views: dict) -> str:
     return base64.b64encode(gzip.compress(json.dumps(views, separators=(',', ':')).encode(), 9, mtime=0)).decode()
 
 
-def game_chunks(store: Store, ids: list[str]) -> tuple[list[str], dict]:
-    "The compressed game views in chunks of `CHUNK`, and each game's chunk number; also gathers transcripts' curves."
+def game_chunks(store: Store, ids: list[str]) -> tuple[list[str], dict, pd.DataFrame]:
+    """The compressed game views in chunks of `CHUNK`, each game's chunk number, and the concession curves: one pass
+    over the transcripts, each rendered as it goes by on its way to `plots.concession_curves`."""
     where = {g: i // CHUNK for i, g in enumerate(ids)}
     chunks, cur = [], {}
-    for gid, t in store.transcripts():
-        if gid not in where:
-            continue
-        cur[gid] = game_html(t, store.messages(gid))
-        if len(cur) == CHUNK:
-            chunks.append(_pack(cur))
-            cur = {}
+
+    def rendered():
+        nonlocal cur
+        for gid, t in store.transcripts():
+            cur[gid] = game_html(t, store.messages(gid))
+            if len(cur) == CHUNK:
+                chunks.append(_pack(cur))
+                cur = {}
+            yield t
+
+    curves = plots.concession_curves(rendered())
     if cur:
         chunks.append(_pack(cur))
-    return chunks, where
+    return chunks, where, curves
 
 # %% ../nbs/12b_view.ipynb #5e000016
-def view_charts(store: Store, rows: pd.DataFrame, lb: pd.DataFrame, n_boot: int = 200) -> dict[str, dict]:
-    "Vega-Lite specs of the page's charts, data inlined."
-    curves = plots.concession_curves(t for _, t in store.transcripts())
+def view_charts(rows: pd.DataFrame, tables: dict, curves: pd.DataFrame, n_boot: int = 200) -> dict[str, dict]:
+    "Vega-Lite specs of the page's charts, data inlined (`tables`: the leaderboard and the share by tier)."
     short = lambda df: df.assign(agent=df['agent'].map(short_name))
     charts = {
         'pairs': pair_chart(rows),
-        'leaderboard': plots.leaderboard_chart(short(lb)),
-        'tier': plots.tier_chart(short(breakdown(rows, 'tier', n_boot=n_boot))),
+        'leaderboard': plots.leaderboard_chart(short(tables['leaderboard'])),
+        'tier': plots.tier_chart(short(tables['by_tier'])),
         'zopa': plots.deal_rate_chart(rows, n_boot=n_boot),
         'concession': plots.concession_chart(short(curves)),
     }
     return {k: c.to_dict() for k, c in charts.items()}
 
 # %% ../nbs/12b_view.ipynb #5e000017
-def _run_info(store: Store, rows: pd.DataFrame) -> dict:
+def run_info(store: Store, rows: pd.DataFrame) -> dict:
     "The spec, the progress and the identity of a run, for the page's header."
     from bilateral import __version__
     from bilateral.tournament import TournamentSpec
@@ -413,8 +417,9 @@ LB_COLS = [
 ]
 
 
-def write_view(run_dir: str | Path, out: str | Path | None = None, n_boot: int = 200) -> Path:
-    "Write the run's self-contained page (default `RUN_DIR/report.html`); return its path."
+def write_view(run_dir: str | Path, out: str | Path | None = None, n_boot: int = 200, tables: dict | None = None
+               ) -> Path:
+    "Write the run's page (default `RUN_DIR/report.html`); reuse the report's `tables` (leaderboard, ratings, by_tier)."
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise StoreError(f'not a directory: {run_dir}')
@@ -422,19 +427,21 @@ def write_view(run_dir: str | Path, out: str | Path | None = None, n_boot: int =
         rows = store.rows()
         if rows.empty:
             raise StoreError(f'the store in {run_dir} holds no games yet')
-        lb = leaderboard(rows, n_boot=n_boot)
+        tables = tables or {'leaderboard': leaderboard(rows, n_boot=n_boot),
+                            'by_tier': breakdown(rows, 'tier', n_boot=n_boot),
+                            'ratings': bradley_terry(rows, n_boot=max(50, n_boot // 5))}
         table = game_table(rows)
-        chunks, where = game_chunks(store, [r[0] for r in table['rows']])
+        chunks, where, curves = game_chunks(store, [r[0] for r in table['rows']])
         for r in table['rows']:
             r.append(where[r[0]])
         table['cols'] = table['cols'] + ['chunk']
-        ratings = bradley_terry(rows, n_boot=max(50, n_boot // 5))
+        ratings = tables['ratings']
         data = {
-            'run': _run_info(store, rows),
-            'leaderboard': _frame(lb, LB_COLS),
+            'run': run_info(store, rows),
+            'leaderboard': _frame(tables['leaderboard'], LB_COLS),
             'ratings': _frame(ratings, list(ratings.columns)),
             'games': table,
-            'charts': view_charts(store, rows, lb, n_boot),
+            'charts': view_charts(rows, tables, curves, n_boot),
         }
     path = Path(out) if out else run_dir / 'report.html'
     side = path.parent / f'{path.stem}_files'
