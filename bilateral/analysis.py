@@ -14,19 +14,32 @@ from .metrics import role_table, aggregate, bootstrap_ci
 # %% auto #0
 __all__ = ['BEHAVIOUR', 'paired_comparison', 'bradley_terry', 'breakdown', 'behaviour', 'tier_spread']
 
+# %% ../nbs/10_analysis.ipynb #f76ee5c8
+def _paired_wide(rows, role: str, measure: str) -> pd.DataFrame:
+    "One row per (opponent, seed), one column per agent: the agent's `measure` in `role` in that game."
+    rt = role_table(rows)
+    return rt[rt['role'] == role].pivot_table(index=['opponent', 'seed'], columns='agent', values=measure,
+                                              aggfunc='first')
+
+# %% ../nbs/10_analysis.ipynb #5e01f9c6
+def _paired_row(role: str, a: str, b: str, d: np.ndarray, measure: str, n_boot: int, seed: int) -> dict:
+    "The comparison of agent `a` with agent `b` from their paired differences `d` (a minus b)."
+    m, lo, hi = bootstrap_ci(d, n_boot, seed)
+    a_better = float(np.mean(d > 0)) if len(d) else math.nan
+    b_better = float(np.mean(d < 0)) if len(d) else math.nan
+    return {'role': role, 'a': a, 'b': b, 'pairs': len(d), f'{measure}_diff': m, 'lo': lo, 'hi': hi,
+            'a_better': a_better, 'b_better': b_better}
+
 # %% ../nbs/10_analysis.ipynb #4409d11f
 def paired_comparison(rows, role: str, measure: str = 'share', n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
     "Mean paired difference of `measure` for every two agents in `role`, with a bootstrap interval."
-    rt = role_table(rows)
-    wide = rt[rt['role'] == role].pivot_table(index=['opponent', 'seed'], columns='agent', values=measure, aggfunc='first')
+    wide = _paired_wide(rows, role, measure)
     out = []
     for a in wide.columns:
         for b in wide.columns:
             if a >= b: continue
             d = (wide[a] - wide[b]).dropna().to_numpy()
-            m, lo, hi = bootstrap_ci(d, n_boot, seed)
-            out.append({'role': role, 'a': a, 'b': b, 'pairs': len(d), f'{measure}_diff': m, 'lo': lo, 'hi': hi,
-                        'a_better': float(np.mean(d > 0)) if len(d) else math.nan, 'b_better': float(np.mean(d < 0)) if len(d) else math.nan})
+            out.append(_paired_row(role, a, b, d, measure, n_boot, seed))
     return pd.DataFrame(out)
 
 # %% ../nbs/10_analysis.ipynb #da0f6386
@@ -34,45 +47,62 @@ def _bt_fit(W: np.ndarray, iters: int = 500, tol: float = 1e-10) -> np.ndarray:
     "Bradley–Terry strengths from a win matrix W[i, j] (wins of i over j), by MM; geometric mean 1."
     N = W + W.T
     p = np.ones(len(W))
-    wins = W.sum(1) + 1e-9   # a tiny prior keeps winless agents finite
+    wins = W.sum(1) + 1e-9
     for _ in range(iters):
         denom = (N / (p[:, None] + p[None, :])).sum(1)
         new = wins / np.where(denom > 0, denom, 1)
         new /= np.exp(np.mean(np.log(new)))
-        if np.max(np.abs(new - p)) < tol: p = new; break
+        if np.max(np.abs(new - p)) < tol: return new
         p = new
     return p
 
+# %% ../nbs/10_analysis.ipynb #ba9a0ce0
+def _add_matches(W: np.ndarray, a: np.ndarray, v: np.ndarray):
+    "Add the matches among agents `a` (indices) with shares `v` to the win matrix `W`."
+    for i in range(len(a)):
+        for j in range(len(a)):
+            if i != j: W[a[i], a[j]] += 1.0 if v[i] > v[j] else 0.5 if v[i] == v[j] else 0.0
+
+# %% ../nbs/10_analysis.ipynb #17cc3816
 def _win_matrices(rows) -> tuple[list[str], np.ndarray]:
     "Agents, and one win matrix per scenario seed."
     rt = role_table(rows).dropna(subset=['share'])
-    agents = sorted(rt['agent'].unique()); ix = {a: i for i, a in enumerate(agents)}
-    seeds = sorted(rt['seed'].unique()); sx = {s: i for i, s in enumerate(seeds)}
+    agents = sorted(rt['agent'].unique())
+    ix = {a: i for i, a in enumerate(agents)}
+    seeds = sorted(rt['seed'].unique())
+    sx = {s: i for i, s in enumerate(seeds)}
     W = np.zeros((len(seeds), len(agents), len(agents)))
     for (role, opp, s), g in rt.groupby(['role', 'opponent', 'seed']):
-        a, v = g['agent'].map(ix).to_numpy(), g['share'].to_numpy()
-        for i in range(len(a)):
-            for j in range(len(a)):
-                if i != j: W[sx[s], a[i], a[j]] += 1.0 if v[i] > v[j] else 0.5 if v[i] == v[j] else 0.0
+        _add_matches(W[sx[s]], g['agent'].map(ix).to_numpy(), g['share'].to_numpy())
     return agents, W
 
+# %% ../nbs/10_analysis.ipynb #35e1b2f1
+def _elo(p: np.ndarray) -> np.ndarray:
+    "Bradley–Terry strengths on the Elo scale."
+    return 400 * np.log10(p)
+
+# %% ../nbs/10_analysis.ipynb #2c9f7065
 def bradley_terry(rows, n_boot: int = 200, seed: int = 0) -> pd.DataFrame:
     "Bradley–Terry ratings (Elo scale) with bootstrap 95% intervals over scenarios."
     agents, W = _win_matrices(rows)
-    elo = lambda p: 400 * np.log10(p)
-    point = elo(_bt_fit(W.sum(0)))
+    point = _elo(_bt_fit(W.sum(0)))
     rng = np.random.default_rng(seed)
-    boots = np.array([elo(_bt_fit(W[rng.integers(0, len(W), len(W))].sum(0))) for _ in range(n_boot)])
-    return pd.DataFrame({'agent': agents, 'rating': point, 'lo': np.quantile(boots, 0.025, axis=0), 'hi': np.quantile(boots, 0.975, axis=0),
-                         'matches': (W.sum(0) + W.sum(0).T).sum(1)}).sort_values('rating', ascending=False).reset_index(drop=True)
+    boots = np.array([_elo(_bt_fit(W[rng.integers(0, len(W), len(W))].sum(0))) for _ in range(n_boot)])
+    lo = np.quantile(boots, 0.025, axis=0)
+    hi = np.quantile(boots, 0.975, axis=0)
+    matches = (W.sum(0) + W.sum(0).T).sum(1)
+    out = pd.DataFrame({'agent': agents, 'rating': point, 'lo': lo, 'hi': hi, 'matches': matches})
+    return out.sort_values('rating', ascending=False).reset_index(drop=True)
 
 # %% ../nbs/10_analysis.ipynb #c38babbf
-BEHAVIOUR = ['anchor', 'anchor_list', 'concession', 'concession_rate', 'concession_front', 't_first_concession',
-             'events_before_first_concession', 't_accept', 'wait_s', 'proposed_worse', 'accepted_worse']
-
 def breakdown(rows, by: str = 'tier', n_boot: int = 1000) -> pd.DataFrame:
     "Share, share if deal and deal rate per agent, role and `by` (tier or zopa_width), with intervals."
-    return aggregate(role_table(rows), by=('agent', 'role', by), measures=['share', 'share_if_deal', 'deal'], n_boot=n_boot)
+    return aggregate(role_table(rows), by=('agent', 'role', by), measures=['share', 'share_if_deal', 'deal'],
+                     n_boot=n_boot)
+
+# %% ../nbs/10_analysis.ipynb #0e7e5c86
+BEHAVIOUR = ['anchor', 'anchor_list', 'concession', 'concession_rate', 'concession_front', 't_first_concession',
+             'events_before_first_concession', 't_accept', 'wait_s', 'proposed_worse', 'accepted_worse']
 
 def behaviour(rows, n_boot: int = 1000) -> pd.DataFrame:
     "Behaviour measures per agent and role, with intervals."
@@ -86,15 +116,22 @@ def _spreads(values: np.ndarray, labels: np.ndarray, k: int) -> np.ndarray:
     means = sums / np.where(counts > 0, counts, np.nan)
     return np.nanmax(means, 1) - np.nanmin(means, 1)
 
+# %% ../nbs/10_analysis.ipynb #6489b125
+def _tier_row(agent: str, role: str, g: pd.DataFrame, rng: np.random.Generator, n_perm: int) -> dict:
+    "Mean share per tier, the spread across tiers and its permutation p-value, for one agent's games in one role."
+    codes, names = pd.factorize(g['tier'])
+    v = g['share'].to_numpy(float)
+    obs = _spreads(v, codes[None, :], len(names))[0]
+    perm = _spreads(v, np.stack([rng.permutation(codes) for _ in range(n_perm)]), len(names))
+    means = g.groupby('tier')['share'].mean()
+    p_value = float((1 + np.sum(perm >= obs - 1e-12)) / (1 + n_perm))
+    return {'agent': agent, 'role': role, **{f'share_{t}': means.get(t, math.nan) for t in ('low', 'mid', 'high')},
+            'spread': float(obs), 'p_value': p_value, 'games': len(g)}
+
+# %% ../nbs/10_analysis.ipynb #2bb789b7
 def tier_spread(rows, n_perm: int = 1000, seed: int = 0) -> pd.DataFrame:
     "Per agent and role: mean share by tier, the spread across tiers and its permutation p-value."
-    rt, rng, out = role_table(rows).dropna(subset=['share']), np.random.default_rng(seed), []
-    for (agent, role), g in rt.groupby(['agent', 'role']):
-        codes, names = pd.factorize(g['tier'])
-        v = g['share'].to_numpy(float)
-        obs = _spreads(v, codes[None, :], len(names))[0]
-        perm = _spreads(v, np.stack([rng.permutation(codes) for _ in range(n_perm)]), len(names))
-        means = g.groupby('tier')['share'].mean()
-        out.append({'agent': agent, 'role': role, **{f'share_{t}': means.get(t, math.nan) for t in ('low', 'mid', 'high')},
-                    'spread': float(obs), 'p_value': float((1 + np.sum(perm >= obs - 1e-12)) / (1 + n_perm)), 'games': len(g)})
+    rt = role_table(rows).dropna(subset=['share'])
+    rng = np.random.default_rng(seed)
+    out = [_tier_row(agent, role, g, rng, n_perm) for (agent, role), g in rt.groupby(['agent', 'role'])]
     return pd.DataFrame(out).sort_values(['role', 'spread']).reset_index(drop=True)

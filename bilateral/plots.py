@@ -19,7 +19,8 @@ __all__ = ['ZOPA_ORDER', 'save_chart', 'offers_frame', 'price_path_chart', 'lead
 # %% ../nbs/11_plots.ipynb #5f496132
 def save_chart(chart: alt.TopLevelMixin, stem: str | Path, scale: float = 2.0) -> dict:
     "Write STEM.png and a self-contained STEM.html; return the paths."
-    stem = Path(stem); stem.parent.mkdir(parents=True, exist_ok=True)
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
     png, html = stem.with_suffix('.png'), stem.with_suffix('.html')
     chart.save(str(png), scale_factor=scale)
     chart.save(str(html), inline=True)
@@ -32,29 +33,57 @@ def offers_frame(t: dict) -> pd.DataFrame:
             if r.get('tool') == 'make_offer' and isinstance(r.get('result'), dict) and r['result'].get('ok')]
     return pd.DataFrame(recs, columns=['t', 'role', 'price'])
 
+# %% ../nbs/11_plots.ipynb #ccbb2108
+def _zopa_band(v: float, c: float, T: float) -> alt.Chart:
+    "The band between the reservations over [0, T]: grey when it is a ZOPA (v > c), red when it is a gap."
+    band = pd.DataFrame({'lo': [min(v, c)], 'hi': [max(v, c)], 't0': [0.0], 't1': [T]})
+    return alt.Chart(band).mark_rect(opacity=0.18, color='grey' if v > c else 'red').encode(
+        x='t0:Q', x2='t1', y='lo:Q', y2='hi')
+
+# %% ../nbs/11_plots.ipynb #13f75d54
+def _offer_lines(offers: pd.DataFrame, T: float) -> alt.Chart:
+    "Each party's offers as a step line with points, coloured by role, over [0, T]."
+    x = alt.X('t:Q', title='simulated time (s)', scale=alt.Scale(domain=[0, T]))
+    colour = alt.Color('role:N', scale=alt.Scale(domain=['buyer', 'seller'], range=['#1f77b4', '#d62728']))
+    return alt.Chart(offers).mark_line(point=True, interpolate='step-after').encode(
+        x=x, y=alt.Y('price:Q', title='price ($)'), color=colour)
+
+# %% ../nbs/11_plots.ipynb #1aefe5e3
+def _deal_point(o: dict) -> alt.Chart:
+    "The deal of outcome `o` as a black diamond."
+    deal = pd.DataFrame({'t': [o['t']], 'price': [o['price']]})
+    return alt.Chart(deal).mark_point(shape='diamond', size=140, color='black', filled=True).encode(
+        x='t:Q', y='price:Q')
+
+# %% ../nbs/11_plots.ipynb #4a373bab
+def _path_title(t: dict, v: float, c: float) -> str:
+    "Item, agents with their reservations, and the end of the game."
+    o = t['outcome']
+    buyer = f"{t['agents'].get('buyer')} (v=${v:,.2f})"
+    seller = f"{t['agents'].get('seller')} (c=${c:,.2f})"
+    return f"{t['scenario']['item']['title']}: {buyer} vs {seller} -> {o['reason'] if o else '?'}"[:110]
+
+# %% ../nbs/11_plots.ipynb #cecad0d5
 def price_path_chart(t: dict, width: int = 420, height: int = 220) -> alt.LayerChart:
     "Offers over time inside the ZOPA band of one game."
-    sc, T = t['scenario'], t['rules']['deadline']
-    v, c = sc['buyer_value'] / 100, sc['seller_cost'] / 100
-    band = pd.DataFrame({'lo': [min(v, c)], 'hi': [max(v, c)], 't0': [0.0], 't1': [T]})
-    zopa = alt.Chart(band).mark_rect(opacity=0.18, color='grey' if v > c else 'red').encode(x='t0:Q', x2='t1', y='lo:Q', y2='hi')
-    offers = offers_frame(t)
-    lines = alt.Chart(offers).mark_line(point=True, interpolate='step-after').encode(
-        x=alt.X('t:Q', title='simulated time (s)', scale=alt.Scale(domain=[0, T])), y=alt.Y('price:Q', title='price ($)'),
-        color=alt.Color('role:N', scale=alt.Scale(domain=['buyer', 'seller'], range=['#1f77b4', '#d62728'])))
-    layers = [zopa, lines]
+    sc = t['scenario']
+    T = t['rules']['deadline']
+    v = sc['buyer_value'] / 100
+    c = sc['seller_cost'] / 100
+    layers = [_zopa_band(v, c, T), _offer_lines(offers_frame(t), T)]
     o = t['outcome']
-    if o and o['deal']: layers.append(alt.Chart(pd.DataFrame({'t': [o['t']], 'price': [o['price']]})).mark_point(shape='diamond', size=140, color='black', filled=True).encode(x='t:Q', y='price:Q'))
-    title = f"{sc['item']['title']}: {t['agents'].get('buyer')} (v=${v:,.2f}) vs {t['agents'].get('seller')} (c=${c:,.2f}) -> {o['reason'] if o else '?'}"
-    return alt.layer(*layers).properties(width=width, height=height, title=title[:110])
+    if o and o['deal']: layers.append(_deal_point(o))
+    return alt.layer(*layers).properties(width=width, height=height, title=_path_title(t, v, c))
 
 # %% ../nbs/11_plots.ipynb #5bdc93a4
 def leaderboard_chart(lb: pd.DataFrame, measure: str = 'share') -> alt.FacetChart:
     "Points with interval bars per agent, one panel per role."
     base = alt.Chart(lb).encode(y=alt.Y('agent:N', sort='-x', title=None))
-    pts = base.mark_point(filled=True, size=60).encode(x=alt.X(f'{measure}:Q', title=f'surplus {measure.replace("_", " ")}'), tooltip=['agent', 'role', 'games', measure])
+    x = alt.X(f'{measure}:Q', title=f'surplus {measure.replace("_", " ")}')
+    pts = base.mark_point(filled=True, size=60).encode(x=x, tooltip=['agent', 'role', 'games', measure])
     bars = base.mark_rule().encode(x=f'{measure}_lo:Q', x2=f'{measure}_hi:Q')
-    return alt.layer(bars, pts).properties(width=260, height=alt.Step(18)).facet(column=alt.Column('role:N', title=None)).resolve_scale(y='independent')
+    panel = alt.layer(bars, pts).properties(width=260, height=alt.Step(18))
+    return panel.facet(column=alt.Column('role:N', title=None)).resolve_scale(y='independent')
 
 # %% ../nbs/11_plots.ipynb #da138813
 def tier_chart(bd: pd.DataFrame, measure: str = 'share') -> alt.FacetChart:
@@ -66,28 +95,35 @@ def tier_chart(bd: pd.DataFrame, measure: str = 'share') -> alt.FacetChart:
     return alt.layer(bars, pts).properties(width=240, height=200).facet(column=alt.Column('role:N', title=None))
 
 # %% ../nbs/11_plots.ipynb #c57feeee
+def _concession_points(t: dict, bins: int) -> list[dict]:
+    "Each offer of a game as agent, role, time bin and progress from the first offer toward the reservation."
+    sc, T = t['scenario'], t['rules']['deadline']
+    res = {'buyer': sc['buyer_value'] / 100, 'seller': sc['seller_cost'] / 100}
+    recs = []
+    for role, g in offers_frame(t).groupby('role'):
+        x0, r = g['price'].iloc[0], res[role]
+        if abs(r - x0) < 1e-9: continue
+        for tt, x in zip(g['t'], g['price']):
+            b = min(int(tt / T * bins), bins - 1)
+            recs.append({'agent': t['agents'][role], 'role': role, 'bin': b, 'concession': (x - x0) / (r - x0)})
+    return recs
+
+# %% ../nbs/11_plots.ipynb #1e9d0282
 def concession_curves(transcripts, bins: int = 10) -> pd.DataFrame:
     "Mean normalised concession per agent, role and time bin."
-    recs = []
-    for t in transcripts:
-        sc, T = t['scenario'], t['rules']['deadline']
-        res = {'buyer': sc['buyer_value'] / 100, 'seller': sc['seller_cost'] / 100}
-        of = offers_frame(t)
-        for role, g in of.groupby('role'):
-            x0, r = g['price'].iloc[0], res[role]
-            if abs(r - x0) < 1e-9: continue
-            for tt, x in zip(g['t'], g['price']):
-                recs.append({'agent': t['agents'][role], 'role': role, 'bin': min(int(tt / T * bins), bins - 1), 'concession': (x - x0) / (r - x0)})
+    recs = [r for t in transcripts for r in _concession_points(t, bins)]
     df = pd.DataFrame(recs, columns=['agent', 'role', 'bin', 'concession'])
     out = df.groupby(['agent', 'role', 'bin'], as_index=False)['concession'].mean()
     out['time'] = (out['bin'] + 0.5) / bins
     return out
 
+# %% ../nbs/11_plots.ipynb #ef9db2a4
 def concession_chart(curves: pd.DataFrame) -> alt.FacetChart:
     "Mean normalised concession against normalised time per agent, one panel per role."
-    return alt.Chart(curves).mark_line(point=True).encode(
-        x=alt.X('time:Q', title='time / deadline', scale=alt.Scale(domain=[0, 1])),
-        y=alt.Y('concession:Q', title='concession toward own reservation'), color='agent:N').properties(width=240, height=200).facet(column=alt.Column('role:N', title=None))
+    x = alt.X('time:Q', title='time / deadline', scale=alt.Scale(domain=[0, 1]))
+    y = alt.Y('concession:Q', title='concession toward own reservation')
+    lines = alt.Chart(curves).mark_line(point=True).encode(x=x, y=y, color='agent:N')
+    return lines.properties(width=240, height=200).facet(column=alt.Column('role:N', title=None))
 
 # %% ../nbs/11_plots.ipynb #6196636f
 ZOPA_ORDER = ['none', 'narrow', 'medium', 'wide']
@@ -95,7 +131,8 @@ ZOPA_ORDER = ['none', 'narrow', 'medium', 'wide']
 def deal_rate_chart(rows, n_boot: int = 1000) -> alt.FacetChart:
     "Deal rate by ZOPA width per agent, with intervals, one panel per role."
     agg = aggregate(role_table(rows), by=('agent', 'role', 'zopa_width'), measures=['deal'], n_boot=n_boot)
-    base = alt.Chart(agg).encode(x=alt.X('zopa_width:N', sort=ZOPA_ORDER, title='ZOPA width'), color='agent:N', xOffset='agent:N')
-    return alt.layer(base.mark_rule().encode(y='deal_lo:Q', y2='deal_hi:Q'),
-                     base.mark_point(filled=True).encode(y=alt.Y('deal:Q', title='deal rate', scale=alt.Scale(domain=[0, 1])))
-                     ).properties(width=240, height=200).facet(column=alt.Column('role:N', title=None))
+    x = alt.X('zopa_width:N', sort=ZOPA_ORDER, title='ZOPA width')
+    base = alt.Chart(agg).encode(x=x, color='agent:N', xOffset='agent:N')
+    y = alt.Y('deal:Q', title='deal rate', scale=alt.Scale(domain=[0, 1]))
+    panel = alt.layer(base.mark_rule().encode(y='deal_lo:Q', y2='deal_hi:Q'), base.mark_point(filled=True).encode(y=y))
+    return panel.properties(width=240, height=200).facet(column=alt.Column('role:N', title=None))

@@ -6,14 +6,16 @@ Docs: https://github.com/bilateral-dev/bilateral/report.html.md"""
 
 # %% ../nbs/12_report.ipynb #ac4ac459
 from __future__ import annotations
-import json, math, os, sys, time
+import json
 from importlib import resources
 from pathlib import Path
 import pandas as pd
-from .core import *
+import altair as alt
+from .core import BilateralError, ConfigError
 from .engine import dumps
 from .store import Store, StoreError
 from .metrics import leaderboard
+from . import plots
 from .view import write_view, run_info
 from .analysis import paired_comparison, bradley_terry, breakdown, behaviour, tier_spread
 
@@ -22,31 +24,57 @@ __all__ = ['MAX_BOOT', 'LADDER_AGENTS', 'TINY_SPEC', 'PROFILES', 'EXPERIMENTS', 
            'experiment_path', 'reproduce']
 
 # %% ../nbs/12_report.ipynb #010b5eeb
-MAX_BOOT = 100_000
-
 def report_tables(rows: pd.DataFrame, n_boot: int = 1000) -> dict[str, pd.DataFrame]:
     "All tables of a report, from the per-game rows."
     return {'leaderboard': leaderboard(rows, n_boot=n_boot),
-            'paired_buyer': paired_comparison(rows, 'buyer', n_boot=n_boot), 'paired_seller': paired_comparison(rows, 'seller', n_boot=n_boot),
+            'paired_buyer': paired_comparison(rows, 'buyer', n_boot=n_boot),
+            'paired_seller': paired_comparison(rows, 'seller', n_boot=n_boot),
             'ratings': bradley_terry(rows, n_boot=max(50, n_boot // 5)),
-            'by_tier': breakdown(rows, 'tier', n_boot=n_boot), 'by_zopa_width': breakdown(rows, 'zopa_width', n_boot=n_boot),
-            'behaviour': behaviour(rows, n_boot=n_boot), 'tier_spread': tier_spread(rows, n_perm=n_boot)}
+            'by_tier': breakdown(rows, 'tier', n_boot=n_boot),
+            'by_zopa_width': breakdown(rows, 'zopa_width', n_boot=n_boot),
+            'behaviour': behaviour(rows, n_boot=n_boot),
+            'tier_spread': tier_spread(rows, n_perm=n_boot)}
+
+# %% ../nbs/12_report.ipynb #a8163415
+def _path_transcripts(store: Store, rows: pd.DataFrame, n_paths: int) -> list[dict]:
+    "Transcripts of the first game with a ZOPA of each of the first `n_paths` (buyer, seller) pairs in name order."
+    ordered = rows[rows['has_zopa']].sort_values(['buyer', 'seller', 'game_id'])
+    pairs = ordered.groupby(['buyer', 'seller'], sort=True).head(1).head(n_paths)
+    if not len(pairs): return []
+    where = 'game_id IN (%s)' % ','.join('?' * len(pairs))
+    chosen = {g: t for g, t in store.transcripts(where, tuple(pairs['game_id']))}
+    return [chosen[g] for g in pairs['game_id'] if g in chosen]
 
 # %% ../nbs/12_report.ipynb #f009bbe8
-def report_figures(store: Store, rows: pd.DataFrame, tables: dict, fig_dir: Path, n_boot: int = 1000, n_paths: int = 4) -> dict:
+def report_figures(store: Store, rows: pd.DataFrame, tables: dict, fig_dir: Path, n_boot: int = 1000,
+                   n_paths: int = 4) -> dict:
     "Write the figures of a run; return {name: {'png', 'html'}}."
-    from bilateral import plots
-    import altair as alt
-    pairs = rows[rows['has_zopa']].sort_values(['buyer', 'seller', 'game_id']).groupby(['buyer', 'seller'], sort=True).head(1).head(n_paths)
-    chosen = {g: t for g, t in store.transcripts('game_id IN (%s)' % ','.join('?' * len(pairs)), tuple(pairs['game_id']))} if len(pairs) else {}
+    paths = _path_transcripts(store, rows, n_paths)
     charts = {'leaderboard': plots.leaderboard_chart(tables['leaderboard']),
               'share_by_tier': plots.tier_chart(tables['by_tier']),
               'concession_curves': plots.concession_chart(plots.concession_curves(t for _, t in store.transcripts())),
               'deal_rate_by_zopa_width': plots.deal_rate_chart(rows, n_boot=n_boot)}
-    if chosen: charts['price_paths'] = alt.vconcat(*(plots.price_path_chart(chosen[g]) for g in pairs['game_id'] if g in chosen))
+    if paths: charts['price_paths'] = alt.vconcat(*(plots.price_path_chart(t) for t in paths))
     return {name: plots.save_chart(ch, fig_dir / name) for name, ch in charts.items()}
 
+# %% ../nbs/12_report.ipynb #5036c1b8
+def _write_tables(tables: dict[str, pd.DataFrame], out: Path):
+    "Each table as OUT/NAME.csv."
+    out.mkdir(exist_ok=True)
+    for name, df in tables.items(): df.to_csv(out / f'{name}.csv', index=False, float_format='%.6g')
+
+# %% ../nbs/12_report.ipynb #ceca49f4
+def _summary(rows: pd.DataFrame, info: dict, tables: dict, figs: dict, page: Path | None) -> dict:
+    "The summary of a run and its report."
+    return {'games': len(rows), 'planned': info['planned'], 'missing': info['planned'] - len(rows),
+            'failures': info['failures'], 'spec': info['spec'], 'deal_rate': round(float(rows['deal'].mean()), 4),
+            'end_reasons': info['end_reasons'],
+            'tables': sorted(f'tables/{n}.csv' for n in tables),
+            'figures': sorted(f'figures/{n}.png' for n in figs), 'page': page and page.name}
+
 # %% ../nbs/12_report.ipynb #977f3082
+MAX_BOOT = 100_000
+
 def write_report(run_dir: str | Path, n_boot: int = 1000, figures: bool = True) -> dict:
     "Regenerate tables, figures and exports of a run from its store."
     run_dir = Path(run_dir)
@@ -56,17 +84,12 @@ def write_report(run_dir: str | Path, n_boot: int = 1000, figures: bool = True) 
         rows = store.rows()
         if rows.empty: raise StoreError(f'the store in {run_dir} holds no games yet')
         tables = report_tables(rows, n_boot)
-        (run_dir / 'tables').mkdir(exist_ok=True)
-        for name, df in tables.items(): df.to_csv(run_dir / 'tables' / f'{name}.csv', index=False, float_format='%.6g')
+        _write_tables(tables, run_dir / 'tables')
         figs = report_figures(store, rows, tables, run_dir / 'figures', n_boot) if figures else {}
         page = write_view(run_dir, n_boot=min(n_boot, 200), tables=tables) if figures else None
         exports = store.export(run_dir)
         info = run_info(store, rows)
-    summary = {'games': len(rows), 'planned': info['planned'], 'missing': info['planned'] - len(rows),
-               'failures': info['failures'], 'spec': info['spec'], 'deal_rate': round(float(rows['deal'].mean()), 4),
-               'end_reasons': info['end_reasons'],
-               'tables': sorted(f'tables/{n}.csv' for n in tables),
-               'figures': sorted(f'figures/{n}.png' for n in figs), 'page': page and page.name}
+    summary = _summary(rows, info, tables, figs, page)
     (run_dir / 'summary.json').write_text(json.dumps(summary, indent=1, sort_keys=True))
     return {'tables': tables, 'figures': figs, 'exports': exports, 'summary': summary, 'page': page}
 
@@ -75,15 +98,21 @@ LADDER_AGENTS = ['boulware', 'linear', 'conceder', 'tit-for-tat', 'accommodating
 TINY_SPEC = 'hf:{tiny}?window=4'
 PROFILES = {
     'smoke': {'concurrency': 4, 'n_boot': 200, 'stages': [
-        {'name': '', 'agents': ['boulware', 'conceder', 'hardliner'], 'games_per_pair': 4, 'preset': 'mixed', 'seed': 0, 'self_play': True}]},
+        {'name': '', 'agents': ['boulware', 'conceder', 'hardliner'], 'games_per_pair': 4, 'preset': 'mixed',
+         'seed': 0, 'self_play': True}]},
     'offline': {'concurrency': 16, 'n_boot': 1000, 'tiny': {'n_games': 80, 'epochs': 2}, 'stages': [
         {'name': '', 'agents': LADDER_AGENTS, 'games_per_pair': 103, 'preset': 'mixed', 'seed': 0, 'self_play': True},
-        {'name': 'tiny', 'agents': [TINY_SPEC] + LADDER_AGENTS, 'games_per_pair': 3, 'preset': 'mixed', 'seed': 0, 'self_play': False}]},
+        {'name': 'tiny', 'agents': [TINY_SPEC] + LADDER_AGENTS, 'games_per_pair': 3, 'preset': 'mixed', 'seed': 0,
+         'self_play': False}]},
     'paper': {'concurrency': 32, 'n_boot': 1000, 'stages': [
-        {'name': '', 'agents': ['openai:gpt-4.1', 'openai:o4-mini', 'openai:claude-sonnet-4@https://api.anthropic.com/v1/',
-                                'openai:gemini-2.5-pro@https://generativelanguage.googleapis.com/v1beta/openai/', 'openai:deepseek-chat@https://api.deepseek.com/v1'],
+        {'name': '', 'agents': ['openai:gpt-4.1', 'openai:o4-mini',
+                                'openai:claude-sonnet-4@https://api.anthropic.com/v1/',
+                                'openai:gemini-2.5-pro@https://generativelanguage.googleapis.com/v1beta/openai/',
+                                'openai:deepseek-chat@https://api.deepseek.com/v1'],
          'games_per_pair': 750, 'preset': 'mixed', 'seed': 0, 'self_play': False}]},
 }
+
+# %% ../nbs/12_report.ipynb #7bc72872
 EXPERIMENTS = ['tiny_model', 'tournament', 'report']
 
 def experiment_path(name: str) -> Path:
@@ -92,24 +121,35 @@ def experiment_path(name: str) -> Path:
 
 # %% ../nbs/12_report.ipynb #320dad75
 def _execute(name: str, out: Path, params: dict, progress: bool):
+    "Run the experiment notebook `name` into `out` with `params`."
     import papermill as pm
     out.parent.mkdir(parents=True, exist_ok=True)
-    try: pm.execute_notebook(str(experiment_path(name)), str(out), parameters=params, kernel_name='python3', progress_bar=progress, cwd=str(out.parent))
+    try:
+        pm.execute_notebook(str(experiment_path(name)), str(out), parameters=params, kernel_name='python3',
+                            progress_bar=progress, cwd=str(out.parent))
     except pm.PapermillExecutionError as e:
-        raise BilateralError(f'experiment {name} failed ({e.ename}: {e.evalue}); the executed notebook is {out}') from None
+        msg = f'experiment {name} failed ({e.ename}: {e.evalue}); the executed notebook is {out}'
+        raise BilateralError(msg) from None
 
+# %% ../nbs/12_report.ipynb #3859d00c
+def _stage_params(st: dict, d: Path, tiny: Path, concurrency: int) -> dict:
+    "The tournament notebook's parameters for stage `st`, run in `d`."
+    return {'agents': [a.replace('{tiny}', str(tiny)) for a in st['agents']], 'games_per_pair': st['games_per_pair'],
+            'preset': st['preset'], 'seed': st['seed'], 'concurrency': concurrency, 'self_play': st['self_play'],
+            'out_dir': str(d)}
+
+# %% ../nbs/12_report.ipynb #1ce97777
 def reproduce(profile: str = 'smoke', out_dir: str | Path | None = None, progress: bool = True, **overrides) -> Path:
     "Run the experiment notebooks of a profile through papermill; return the run directory."
     if profile not in PROFILES: raise ConfigError(f"unknown profile {profile!r}; choose from {', '.join(PROFILES)}")
     prof = PROFILES[profile]
     run_dir = Path(out_dir or Path('data') / 'runs' / profile).absolute()
     tiny = run_dir / 'tiny-model'
-    if prof.get('tiny'): _execute('tiny_model', run_dir / 'tiny_model.ipynb', {'out_dir': str(tiny), **prof['tiny']}, progress)
+    if prof.get('tiny'):
+        _execute('tiny_model', run_dir / 'tiny_model.ipynb', {'out_dir': str(tiny), **prof['tiny']}, progress)
     for st in prof['stages']:
         st = {**st, **overrides}
         d = run_dir / st['name']
-        agents = [a.replace('{tiny}', str(tiny)) for a in st['agents']]
-        _execute('tournament', d / 'tournament.ipynb', {'agents': agents, 'games_per_pair': st['games_per_pair'], 'preset': st['preset'],
-                 'seed': st['seed'], 'concurrency': prof['concurrency'], 'self_play': st['self_play'], 'out_dir': str(d)}, progress)
+        _execute('tournament', d / 'tournament.ipynb', _stage_params(st, d, tiny, prof['concurrency']), progress)
         _execute('report', d / 'report.ipynb', {'run_dir': str(d), 'n_boot': prof['n_boot']}, progress)
     return run_dir

@@ -4,8 +4,21 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'tools'))
-os.environ.setdefault('BILATERAL_CACHE', str(Path(tempfile.mkdtemp(prefix='bilateral-test-cache-')) / 'llm.sqlite'))   # never the user's cache
+# never the user's cache
+os.environ.setdefault('BILATERAL_CACHE', str(Path(tempfile.mkdtemp(prefix='bilateral-test-cache-')) / 'llm.sqlite'))
 import bilateral.strategies  # registers the ladder
+from bilateral.engine import ToolCall
+
+def drive(eng, script):
+    """Play `script` on the engine `eng`: (role, calls) batches, each call a tuple of `ToolCall` arguments, checking
+    that the engine gives each turn to the scripted role; then ask for the next turn once more, so that a game the
+    script finished records its outcome. Returns `eng`. Tests import it with `from conftest import drive`."""
+    for role, calls in script:
+        assert eng.next_turn() is role
+        eng.take(role)
+        eng.submit(role, [ToolCall(*c) for c in calls])
+    eng.next_turn()
+    return eng
 
 @pytest.fixture
 def root(): return ROOT
@@ -15,8 +28,9 @@ def tiny_model(tmp_path_factory):
     "The tiny offline model, built once per test session with the default settings."
     import json
     from bilateral.tiny import build_tiny_model
-    pre = os.environ.get('BILATERAL_TEST_TINY_MODEL')          # a model built earlier with the defaults, to iterate faster
-    if pre and (Path(pre) / 'bilateral_tiny.json').exists(): return Path(pre), json.loads((Path(pre) / 'bilateral_tiny.json').read_text())
+    pre = os.environ.get('BILATERAL_TEST_TINY_MODEL')   # a model built earlier with the defaults, to iterate faster
+    report = Path(pre) / 'bilateral_tiny.json' if pre else None
+    if report and report.exists(): return Path(pre), json.loads(report.read_text())
     d = tmp_path_factory.mktemp('tiny-model')
     return d, build_tiny_model(d)
 

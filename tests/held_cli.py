@@ -1,8 +1,8 @@
 """`bilateral` with one extra agent kind for tests that signal a running tournament: `held`.
 
 `held` plays like `linear`. When BILATERAL_TEST_HOLD_AFTER=N is set, the games after the first N that `held` starts in
-this process wait forever, so the run can never finish on its own: a test that kills or interrupts it is sure to find it
-running, however fast or slow the machine is. Without the variable the command plays every game."""
+this process wait forever, so the run can never finish on its own: a test that kills or interrupts it is sure to find
+it running, however fast or slow the machine is. Without the variable the command plays every game."""
 import asyncio, os, sys
 from bilateral.agents import register_agent
 from bilateral.strategies import TimeDependent
@@ -18,6 +18,7 @@ class Held(TimeDependent):
         started[0] += 1
         if 0 <= HOLD_AFTER < started[0]: await asyncio.Event().wait()
 
-register_agent('held', lambda arg: Held(1.0), 'linear, but holds forever after BILATERAL_TEST_HOLD_AFTER games (tests only)')
+register_agent('held', lambda arg: Held(1.0),
+               'linear, but holds forever after BILATERAL_TEST_HOLD_AFTER games (tests only)')
 
 if __name__ == '__main__': sys.exit(main(sys.argv[1:]))

@@ -1,5 +1,5 @@
 "The `bilateral` console script, run as a real subprocess."
-import json, os, subprocess, sys
+import json, subprocess, sys
 from pathlib import Path
 import pytest
 
@@ -12,16 +12,19 @@ def test_agents_lists_the_ladder():
     r = run('agents')
     assert r.returncode == 0
     names = [l.split()[0] for l in r.stdout.splitlines()]
-    assert names == ['boulware', 'linear', 'conceder', 'tit-for-tat', 'accommodating', 'hardliner', 'split', 'random', 'openai', 'hf', 'narrated', 'human']
+    assert names == ['boulware', 'linear', 'conceder', 'tit-for-tat', 'accommodating', 'hardliner', 'split', 'random',
+                     'openai', 'hf', 'narrated', 'human']
 
 def test_run_json_fields_and_determinism():
-    a = run('run', '--buyer', 'boulware', '--seller', 'conceder', '--seed', '4', '--preset', 'mixed', '--json')
+    args = ('run', '--buyer', 'boulware', '--seller', 'conceder', '--seed', '4', '--preset', 'mixed', '--json')
+    a = run(*args)
     assert a.returncode == 0, a.stderr
     d = json.loads(a.stdout)
-    for k in ('deal', 'price', 'buyer_value', 'seller_cost', 'buyer_share', 'seller_share', 'end_reason', 'n_events', 'duration_s'):
+    for k in ('deal', 'price', 'buyer_value', 'seller_cost', 'buyer_share', 'seller_share', 'end_reason', 'n_events',
+              'duration_s'):
         assert k in d
     assert d['buyer'] == 'boulware' and d['preset'] == 'mixed' and d['seed'] == 4
-    assert a.stdout == run('run', '--buyer', 'boulware', '--seller', 'conceder', '--seed', '4', '--preset', 'mixed', '--json').stdout
+    assert a.stdout == run(*args).stdout
 
 def test_run_readable_with_item():
     r = run('run', '--buyer', 'hardliner', '--seller', 'linear', '--item', 'french-press-1l', '--seed', '2')
@@ -51,19 +54,22 @@ def test_bad_arguments_one_line_no_traceback(args):
 
 def test_bad_catalogue_names_row_and_column(tmp_path):
     f = tmp_path / 'items.csv'
-    f.write_text('id,title,category,description,listing_price,low_price,high_price\nok,A,c,d,10,8,12\nbad,B,c,d,NaN,8,12\n')
+    f.write_text('id,title,category,description,listing_price,low_price,high_price\n'
+                 'ok,A,c,d,10,8,12\nbad,B,c,d,NaN,8,12\n')
     r = run('run', '--buyer', 'linear', '--seller', 'linear', '--catalogue', str(f))
     assert r.returncode == 2 and "row 3, column 'listing_price'" in r.stderr
 
 def test_user_catalogue_is_used(tmp_path):
     f = tmp_path / 'mine.json'
-    f.write_text(json.dumps([{'id': 'boat', 'title': 'Rowing boat', 'category': 'outdoor', 'description': 'Wooden.', 'listing_price': 900, 'low_price': 700, 'high_price': 1000}]))
+    f.write_text(json.dumps([{'id': 'boat', 'title': 'Rowing boat', 'category': 'outdoor', 'description': 'Wooden.',
+                              'listing_price': 900, 'low_price': 700, 'high_price': 1000}]))
     r = run('run', '--buyer', 'linear', '--seller', 'linear', '--catalogue', str(f), '--item', 'boat', '--json')
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)['item_id'] == 'boat'
 
 def test_tournament_prints_a_leaderboard(tmp_path):
-    r = run('tournament', '--agents', 'boulware,conceder', '--games-per-pair', '3', '--seed', '1', '--out', str(tmp_path), '--quiet')
+    r = run('tournament', '--agents', 'boulware,conceder', '--games-per-pair', '3', '--seed', '1',
+            '--out', str(tmp_path), '--quiet')
     assert r.returncode == 0, r.stderr
     assert '12/12 games stored' in r.stdout and 'share [95% CI]' in r.stdout
     assert sum(l.startswith(('buyer', 'seller')) for l in r.stdout.splitlines()) == 4
@@ -111,7 +117,8 @@ def test_foreign_or_corrupt_store_is_refused_before_any_game(tmp_path, content, 
     else:
         import sqlite3
         con = sqlite3.connect(db)
-        con.execute('CREATE TABLE customers (id INTEGER, name TEXT)' if content == 'foreign' else 'CREATE TABLE games (id INTEGER)')
+        foreign = 'CREATE TABLE customers (id INTEGER, name TEXT)'
+        con.execute(foreign if content == 'foreign' else 'CREATE TABLE games (id INTEGER)')
         con.commit()
         con.close()
     before = snapshot(d)
@@ -133,20 +140,23 @@ def test_another_spec_is_refused_naming_the_difference(stored_run, args, words):
     assert snapshot(stored_run) == before
 
 def test_extend_adds_agents_and_games_on_purpose(stored_run):
-    r = run('tournament', '--agents', 'boulware,conceder,linear', '--games-per-pair', '3', '--out', str(stored_run), '--quiet', '--extend')
+    r = run('tournament', '--agents', 'boulware,conceder,linear', '--games-per-pair', '3', '--out', str(stored_run),
+            '--quiet', '--extend')
     assert r.returncode == 0, r.stderr
     assert '27/27 games stored' in r.stdout and '(19 played now' in r.stdout   # the 8 games already there were kept
+
+NEW = ['tournament', '--agents', 'boulware', '--out', '{new}']   # a tournament into a new folder
 
 @pytest.mark.parametrize('args,words', [
     (['report', '{run}', '--n-boot', '0'], ['n_boot must be 10 to 100,000, got 0']),
     (['report', '{run}', '--n-boot', '-5'], ['n_boot must be 10 to 100,000, got -5']),
-    (['tournament', '--agents', 'boulware', '--out', '{new}', '--agent-limit', 'boulware'], ['--agent-limit takes AGENT=K']),
-    (['tournament', '--agents', 'boulware', '--out', '{new}', '--agent-limit', 'boulware=0'], ['K >= 1']),
-    (['tournament', '--agents', 'boulware', '--out', '{new}', '--agent-limit', 'linear=2'], ['not in this tournament']),
-    (['tournament', '--agents', 'boulware', '--out', '{new}', '--games-per-pair', '1000000000'], ['the limit is 100,000']),
+    ([*NEW, '--agent-limit', 'boulware'], ['--agent-limit takes AGENT=K']),
+    ([*NEW, '--agent-limit', 'boulware=0'], ['K >= 1']),
+    ([*NEW, '--agent-limit', 'linear=2'], ['not in this tournament']),
+    ([*NEW, '--games-per-pair', '1000000000'], ['the limit is 100,000']),
     (['tournament', '--agents', 'boulware,conceder,linear,split,hardliner,tit-for-tat,accommodating', '--out', '{new}',
       '--games-per-pair', '100000'], ['the limit is 2,000,000']),
-    (['tournament', '--agents', 'boulware', '--out', '{new}', '--concurrency', '100000'], ['concurrency must be 1 to 4096']),
+    ([*NEW, '--concurrency', '100000'], ['concurrency must be 1 to 4096']),
 ])
 def test_absurd_sizes_and_bad_options_get_one_line(stored_run, tmp_path, args, words):
     before = snapshot(stored_run)
@@ -168,7 +178,8 @@ def test_old_stores_give_their_unplayable_games_back(stored_run):
 
 @pytest.fixture
 def read_only_dir(tmp_path):
-    "A folder on a tmpfs remounted read-only (root ignores file modes, not a read-only mount); skipped where mount is not allowed."
+    """A folder on a tmpfs remounted read-only (root ignores file modes, not a read-only mount); skipped where mount is
+    not allowed."""
     d = tmp_path / 'ro'
     d.mkdir()
     if subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=16m', 'tmpfs', str(d)], capture_output=True).returncode:
@@ -177,13 +188,15 @@ def read_only_dir(tmp_path):
     finally: subprocess.run(['umount', '-l', str(d)], capture_output=True)
 
 def test_read_only_run_dir_or_parent_gets_one_line(read_only_dir):
-    r = run('tournament', '--agents', 'boulware,conceder', '--games-per-pair', '2', '--out', str(read_only_dir / 'run'), '--quiet')
+    r = run('tournament', '--agents', 'boulware,conceder', '--games-per-pair', '2', '--out', str(read_only_dir / 'run'),
+            '--quiet')
     assert r.returncode == 0, r.stderr
     subprocess.run(['mount', '-o', 'remount,ro', str(read_only_dir)], check=True)
     before = snapshot(read_only_dir)
-    one_line(run('tournament', '--agents', 'linear', '--out', str(read_only_dir / 'new')), 'cannot create the run directory',
-             'Read-only file system')
-    for args in (['tournament', '--agents', 'boulware,conceder', '--games-per-pair', '2', '--out', str(read_only_dir / 'run')],
-                 ['report', str(read_only_dir / 'run')], ['view', str(read_only_dir / 'run')]):
+    one_line(run('tournament', '--agents', 'linear', '--out', str(read_only_dir / 'new')),
+             'cannot create the run directory', 'Read-only file system')
+    run_dir = str(read_only_dir / 'run')
+    for args in (['tournament', '--agents', 'boulware,conceder', '--games-per-pair', '2', '--out', run_dir],
+                 ['report', run_dir], ['view', run_dir]):
         one_line(run(*args), 'the run directory must be writable')
     assert snapshot(read_only_dir) == before

@@ -1,6 +1,5 @@
 "Same seed, same transcript; replay reproduces; golden transcripts pin the semantics."
 import itertools, json
-from pathlib import Path
 import pytest
 from bilateral.core import ReplayError
 from bilateral.engine import dumps, replay
@@ -23,7 +22,8 @@ def test_same_seed_same_bytes_and_replay(buyer, seller):
 
 def test_different_seed_different_transcript():
     sc = sample_scenarios(1, seed=1)[0]
-    assert dumps(play(sc, 'linear', 'linear', seed=1).transcript) != dumps(play(sc, 'linear', 'linear', seed=2).transcript)
+    one, two = (dumps(play(sc, 'linear', 'linear', seed=s).transcript) for s in (1, 2))
+    assert one != two
 
 def test_replay_detects_tampering():
     t = json.loads(dumps(play(sample_scenarios(1, seed=3)[0], 'boulware', 'conceder', seed=3).transcript))
@@ -38,7 +38,8 @@ def test_replay_detects_tampering():
 def test_golden_transcripts(spec, root):
     "Regenerating a golden game gives the stored bytes; any semantic change of the engine or ladder fails here."
     stored = (root / 'data' / 'golden' / name(*spec)).read_text().rstrip('\n')
-    assert dumps(golden_game(*spec).transcript) == stored, 'run tools/make_golden.py only for an intended change, and say why in the commit'
+    why = 'run tools/make_golden.py only for an intended change, and say why in the commit'
+    assert dumps(golden_game(*spec).transcript) == stored, why
     replay(json.loads(stored))
 
 def test_golden_set_covers_variety(root):

@@ -3,34 +3,71 @@ import pytest
 from bilateral.core import *
 from bilateral.engine import *
 from bilateral.agents import Agent, play
+from conftest import drive
 
 ITEM = Item('lamp', 'Desk lamp', 'home', 'An LED desk lamp.', 5000, 4000, 6000)
 SC = Scenario(ITEM, 4500, 2000, 'mid')
 B, S = Role.BUYER, Role.SELLER
+OFFER_30 = (B, [('make_offer', {'price': 30}), ('wait_for_response', {})])   # the buyer offers $30 (B1) and waits
 
-def drive(eng, script):
-    "Submit (role, calls) batches, checking who the engine says acts."
-    for role, calls in script:
-        assert eng.next_turn() is role
-        eng.take(role)
-        eng.submit(role, [ToolCall(*c) for c in calls])
+# Games that end with each reason, constructed; each returns the engine or the game result (both have `.outcome`).
+
+def deal(): return drive(Engine(SC), [OFFER_30, (S, [('accept_offer', {'offer_id': 'B1'})])])
+def quit_game(): return drive(Engine(SC), [OFFER_30, (S, [('quit_negotiation', {})])])
+def both_idle(): return drive(Engine(SC), [OFFER_30, (S, [('wait_for_response', {})])])
+
+def deadline_on_wake():
+    script = [(B, [('make_offer', {'price': 30}), ('wait', {'seconds': 59})]), (S, [('wait', {'seconds': 59})])]
+    return drive(Engine(SC, Rules(deadline=60)), script)
+
+def event_cap():
+    script = [OFFER_30, (S, [('make_offer', {'price': 40}), ('wait_for_response', {})]),
+              (B, [('make_offer', {'price': 31}), ('wait_for_response', {})])]
+    return drive(Engine(SC, Rules(max_events=5)), script)
+
+def invalid_calls():
+    eng = Engine(SC, Rules(max_invalid=3))
     eng.next_turn()
-    return eng.outcome
+    for _ in range(4): eng.submit(B, [ToolCall('make_offer', '{"price": "cheap"}')])
+    return eng
+
+class Broken(Agent):
+    async def act(self, obs): raise ConnectionError('endpoint down')
+
+def agent_error(): return play(SC, Broken(), 'linear')
+
+def stopped(reason):
+    "The seller's agent stops itself with a typed `reason`."
+    from bilateral.agents import AgentStop
+    class Stopper(Agent):
+        async def act(self, obs): raise AgentStop(reason, f'stopped: {reason.value}')
+    return play(SC, 'linear', Stopper())
+
+ENDINGS = {EndReason.DEAL: deal, EndReason.QUIT: quit_game, EndReason.BOTH_IDLE: both_idle,
+           EndReason.DEADLINE: deadline_on_wake, EndReason.EVENT_CAP: event_cap, EndReason.INVALID_CALLS: invalid_calls,
+           EndReason.AGENT_ERROR: agent_error, EndReason.AGENT_LIMIT: lambda: stopped(EndReason.AGENT_LIMIT),
+           EndReason.CONTEXT_OVERFLOW: lambda: stopped(EndReason.CONTEXT_OVERFLOW),
+           EndReason.CONTENT_FILTER: lambda: stopped(EndReason.CONTENT_FILTER)}
+
+@pytest.mark.parametrize('reason', list(EndReason))
+def test_every_reason_is_reached(reason):
+    "Each EndReason, one added later included, has a constructed game that really ends with it."
+    assert reason in ENDINGS, f'no constructed game ends with {reason}: add one to ENDINGS'
+    assert ENDINGS[reason]().outcome.reason is reason
 
 def test_deal():
-    o = drive(Engine(SC), [(B, [('make_offer', {'price': 30}), ('wait_for_response', {})]), (S, [('accept_offer', {'offer_id': 'B1'})])])
+    o = deal().outcome
     assert (o.reason, o.price, o.by) == (EndReason.DEAL, 3000, S)
 
 def test_quit():
-    o = drive(Engine(SC), [(B, [('make_offer', {'price': 30}), ('wait_for_response', {})]), (S, [('quit_negotiation', {})])])
+    o = quit_game().outcome
     assert (o.reason, o.by, o.price) == (EndReason.QUIT, S, None)
 
 def test_both_idle():
-    o = drive(Engine(SC), [(B, [('make_offer', {'price': 30}), ('wait_for_response', {})]), (S, [('wait_for_response', {})])])
-    assert o.reason is EndReason.BOTH_IDLE
+    assert both_idle().outcome.reason is EndReason.BOTH_IDLE
 
 def test_deadline_on_wake():
-    o = drive(Engine(SC, Rules(deadline=60)), [(B, [('make_offer', {'price': 30}), ('wait', {'seconds': 59})]), (S, [('wait', {'seconds': 59})])])
+    o = deadline_on_wake().outcome
     assert o.reason is EndReason.DEADLINE and o.t == 60
 
 def test_deadline_on_call():
@@ -41,56 +78,43 @@ def test_deadline_on_call():
     assert eng.take(B).results[1].content['error'] == 'game_over'
 
 def test_event_cap():
-    eng = Engine(SC, Rules(max_events=5))
-    steps = [(B, [('make_offer', {'price': 30}), ('wait_for_response', {})]), (S, [('make_offer', {'price': 40}), ('wait_for_response', {})]),
-             (B, [('make_offer', {'price': 31}), ('wait_for_response', {})])]
-    o = drive(eng, steps)
+    o = event_cap().outcome
     assert o.reason is EndReason.EVENT_CAP and o.n_events == 5
 
 def test_invalid_calls():
-    eng = Engine(SC, Rules(max_invalid=3))
-    eng.next_turn()
-    for _ in range(4): eng.submit(B, [ToolCall('make_offer', '{"price": "cheap"}')])
+    eng = invalid_calls()
     assert (eng.outcome.reason, eng.outcome.by) == (EndReason.INVALID_CALLS, B)
     assert eng.next_turn() is None
 
 def test_no_tool_call_counts_as_invalid():
     eng = Engine(SC, Rules(max_invalid=1))
-    eng.next_turn(); eng.submit(B, [])
+    eng.next_turn()
+    eng.submit(B, [])
     assert eng.take(B).update['error'] == 'no_tool_call' and not eng.done
     eng.submit(B, [])
     assert eng.outcome.reason is EndReason.INVALID_CALLS
 
 def test_agent_error():
-    class Broken(Agent):
-        async def act(self, obs): raise ConnectionError('endpoint down')
-    r = play(SC, Broken(), 'linear')
+    r = agent_error()
     assert (r.outcome.reason, r.outcome.by) == (EndReason.AGENT_ERROR, B)
     assert any('endpoint down' in rec.get('agent_error', '') for rec in r.transcript['log'])
 
 @pytest.mark.parametrize('reason', [EndReason.AGENT_LIMIT, EndReason.CONTEXT_OVERFLOW, EndReason.CONTENT_FILTER])
 def test_agent_stops_with_a_typed_reason(reason):
-    from bilateral.agents import AgentStop
-    class Stopper(Agent):
-        async def act(self, obs): raise AgentStop(reason, f'stopped: {reason.value}')
-    r = play(SC, 'linear', Stopper())
+    r = stopped(reason)
     assert (r.outcome.reason, r.outcome.by, r.outcome.deal) == (reason, S, False)
 
 def test_seller_moves_first():
     eng = Engine(SC, Rules(first_mover='seller'))
     assert eng.next_turn() is S
 
-def test_every_reason_covered():
-    "The tests above reach every EndReason."
-    covered = {'deal', 'quit', 'deadline', 'both_idle', 'event_cap', 'invalid_calls', 'agent_error', 'agent_limit', 'context_overflow', 'content_filter'}
-    assert covered == {r.value for r in EndReason}
-
 def test_waiting_party_sees_final_outcome():
-    eng = Engine(SC)
-    drive(eng, [(B, [('make_offer', {'price': 30}), ('wait_for_response', {})]), (S, [('accept_offer', {'offer_id': 'B1'})])])
+    eng = deal()
     final = eng.take(B).results[-1].content
-    assert final['game_over'] == {'reason': 'deal', 'deal': True, 'price': 30.0, 'by': 'seller', 't': final['game_over']['t']}
+    expected = {'reason': 'deal', 'deal': True, 'price': 30.0, 'by': 'seller', 't': final['game_over']['t']}
+    assert final['game_over'] == expected
 
 def test_driver_misuse_raises():
-    eng = Engine(SC); eng.next_turn()
+    eng = Engine(SC)
+    eng.next_turn()
     with pytest.raises(BilateralError, match="not seller's turn"): eng.submit(S, [ToolCall('wait_for_response')])

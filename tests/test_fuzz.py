@@ -1,11 +1,12 @@
-"""Property-based fuzzing of the validator and the engine with hostile values: every call gets a valid result or a stable
-error code, a rejected call leaves the game unchanged, every transcript saves as strict JSON and replays exactly.
+"""Property-based fuzzing of the validator and the engine with hostile values: every call gets a valid result or a
+stable error code, a rejected call leaves the game unchanged, every transcript saves as strict JSON and replays exactly.
 
-`make test` runs a bounded number of examples; BILATERAL_FUZZ_EXAMPLES raises it (the closing note's 100,000-call run)."""
+`make test` runs a bounded number of examples; BILATERAL_FUZZ_EXAMPLES raises it (the closing note's 100,000-call
+run)."""
 import json, math, os
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
-from bilateral.core import Item, Role, Scenario
+from bilateral.core import Item, Scenario
 from bilateral.protocol import TOOLS, ToolError, validate_call
 from bilateral.engine import Engine, Rules, ToolCall, dumps, replay
 
@@ -13,7 +14,8 @@ EXAMPLES = int(os.environ.get('BILATERAL_FUZZ_EXAMPLES', '150'))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.integers(min_value=10**300, max_value=10**500),
-                    st.floats(), st.text(max_size=12), st.binary(max_size=4), st.sampled_from([1e400, -0.0, 5e-324, 1e15]))
+                    st.floats(), st.text(max_size=12), st.binary(max_size=4),
+                    st.sampled_from([1e400, -0.0, 5e-324, 1e15]))
 values = st.recursive(scalars, lambda ch: st.lists(ch, max_size=3) | st.tuples(ch) |
                       st.dictionaries(st.one_of(st.text(max_size=6), st.integers()), ch, max_size=3), max_leaves=6)
 fields = st.sampled_from(['price', 'note', 'offer_id', 'reason', 'text', 'seconds', 'extra'])
@@ -22,11 +24,13 @@ arg_dicts = st.dictionaries(st.one_of(fields, st.integers(), st.none(), st.boole
 @st.composite
 def json_texts(draw):
     "JSON text a model might send: well formed, NaN tokens, huge numbers, truncated, duplicated keys, or noise."
-    d = draw(st.dictionaries(fields, st.one_of(st.floats(), st.integers(), st.text(max_size=12), st.none()), max_size=3))
+    d = draw(st.dictionaries(fields, st.one_of(st.floats(), st.integers(), st.text(max_size=12), st.none()),
+                             max_size=3))
     text = json.dumps(d, allow_nan=True)
     return draw(st.sampled_from([text, text[:-1], text + '}', '{"price": 1' + '0' * 400 + '}', '{"price": 1e400}',
-                                 '{"price": 1, "price": 2}', '[1, 2]', '', ' ', 'null', '{"text": "' + 'x' * 20000 + '"}',
-                                 '{' * 5000 + '}' * 5000, draw(st.text(max_size=20))]))
+                                 '{"price": 1, "price": 2}', '[1, 2]', '', ' ', 'null',
+                                 '{"text": "' + 'x' * 20000 + '"}', '{' * 5000 + '}' * 5000,
+                                 draw(st.text(max_size=20))]))
 
 names = st.one_of(st.sampled_from(list(TOOLS)), st.text(max_size=10), st.none(), st.integers(), st.binary(max_size=3))
 raws = st.one_of(arg_dicts, json_texts(), values)
@@ -85,5 +89,5 @@ def test_engine_survives_hostile_calls(data, seed):
             assert eng.state()[:5] == before[:5]                  # rejected calls change nothing of the game
             assert eng.parties[role].invalid == n_invalid + len(res.results)
     t = eng.transcript({'buyer': 'fuzz', 'seller': 'fuzz'})
-    text = dumps(t)                                               # strict JSON: no NaN, no bytes, nothing unserialisable
-    replay(json.loads(text))                                      # and it replays to the same bytes
+    text = dumps(t)                             # strict JSON: no NaN, no bytes, nothing unserialisable
+    replay(json.loads(text))                    # and it replays to the same bytes

@@ -16,7 +16,8 @@ def test_no_ir_violation_over_5000_games():
         sc = sample_scenarios(k // len(pairs) + 1, presets[k % len(presets)], seed=k % 7)[-1]
         r = play(sc, b, s, seed=derive_seed('ir', k))
         assert reservation_breaches(r) == [], (b, s, k)
-        rows.append(game_row(r)); n += 1
+        rows.append(game_row(r))
+        n += 1
     roles = role_table(rows)
     assert n == 5000
     assert not roles['ir_violation'].any()
@@ -24,7 +25,9 @@ def test_no_ir_violation_over_5000_games():
     assert roles['invalid_calls'].sum() == 0
 
 def _buyer_share(buyer, seller, n=150):
-    return np.mean([game_row(play(sc, buyer, seller, seed=i))['buyer_share'] for i, sc in enumerate(sample_scenarios(n, seed=5))])
+    "The buyer's mean share over `n` seeded games of `buyer` against `seller`."
+    games = (play(sc, buyer, seller, seed=i) for i, sc in enumerate(sample_scenarios(n, seed=5)))
+    return np.mean([game_row(g)['buyer_share'] for g in games])
 
 def test_boulware_beats_conceder_as_buyer():
     "Boulware buyer vs conceder seller earns a higher buyer share than conceder buyer vs boulware seller."
@@ -41,10 +44,11 @@ def test_patience_hardliner_waits_and_gains():
     assert _buyer_share('hardliner', 'linear', 60) > _buyer_share('accommodating', 'linear', 60)
 
 def test_random_fuzzer_games_all_end_with_a_reason():
-    from bilateral.core import EndReason
+    "Games of random agents end with a scored reason, a price exactly when they end in a deal, and the accepting party."
     reasons = set()
     for i, sc in enumerate(sample_scenarios(300, 'mixed', seed=9)):
-        r = play(sc, 'random:0.5', 'random:0.3', seed=i)
-        assert isinstance(r.outcome.reason, EndReason)
-        reasons.add(r.outcome.reason.value)
+        o = play(sc, 'random:0.5', 'random:0.3', seed=i).outcome
+        assert o.reason.scored and (o.price is not None) == o.deal, (i, o)
+        assert o.by is not None or not o.deal, (i, o)
+        reasons.add(o.reason.value)
     assert {'invalid_calls', 'deal'} <= reasons

@@ -1,8 +1,9 @@
-"The OpenAI-compatible agent against a fault-injecting endpoint on 127.0.0.1: every game ends with a typed reason, nothing hangs."
+"""The OpenAI-compatible agent against a fault-injecting endpoint on 127.0.0.1: every game ends with a typed reason,
+nothing hangs."""
 import asyncio, json, os, sqlite3, subprocess, sys, zlib
 from pathlib import Path
 import pytest
-from bilateral.core import EndReason, Role
+from bilateral.core import EndReason
 from bilateral.agents import play, play_game, run_sync
 from bilateral.scenarios import sample_scenarios, Scenario
 from bilateral.tournament import TournamentSpec, run_tournament
@@ -17,7 +18,8 @@ def agent(srv, model, **opts):
     return f'openai:{model}@{srv.url}?{q}'
 
 async def _games(specs, n=3, timeout=60):
-    return await asyncio.wait_for(asyncio.gather(*(play_game(sc, b, s, seed=i) for b, s in specs for i, sc in enumerate(SC[:n]))), timeout)
+    games = (play_game(sc, b, s, seed=i) for b, s in specs for i, sc in enumerate(SC[:n]))
+    return await asyncio.wait_for(asyncio.gather(*games), timeout)
 
 @pytest.mark.parametrize('model,opts,expected', [
     ('ok', {}, {'deal'}),
@@ -33,12 +35,14 @@ async def _games(specs, n=3, timeout=60):
 def test_fault_ends_with_typed_reason(srv, model, opts, expected):
     games = run_sync(_games([(agent(srv, model, **opts), 'conceder'), ('linear', agent(srv, model, **opts))]))
     reasons = {g.outcome.reason.value for g in games}
-    assert reasons == expected, (model, reasons, [r for g in games for r in g.transcript['log'] if 'agent_error' in r][:2])
+    errors = [r for g in games for r in g.transcript['log'] if 'agent_error' in r][:2]
+    assert reasons == expected, (model, reasons, errors)
     for g in games:
         for role, msgs in (g.messages or {}).items():
             calls = [c['id'] for m in msgs if m['role'] == 'assistant' for c in m.get('tool_calls', [])]
             answered = [m['tool_call_id'] for m in msgs if m['role'] == 'tool']
-            assert sorted(calls) == sorted(answered) and len(set(calls)) == len(calls)   # every tool_call_id answered once
+            # every tool_call_id answered once
+            assert sorted(calls) == sorted(answered) and len(set(calls)) == len(calls)
 
 def test_rate_limits_are_retried_and_honoured(srv):
     before = srv.stats().get('429', 0)
@@ -57,18 +61,20 @@ def test_refused_key_stops_the_endpoint_fast(srv):
 
 def test_cache_replays_without_requests(srv, tmp_path):
     spec = TournamentSpec((f'openai:ok@{srv.url}', 'conceder', 'boulware'), games_per_pair=2, seed=3)
-    a = run_tournament(spec, tmp_path / 'a', progress=False)
+    run_tournament(spec, tmp_path / 'a', progress=False)
     n = srv.stats()['requests']
-    b = run_tournament(spec, tmp_path / 'b', progress=False)
+    run_tournament(spec, tmp_path / 'b', progress=False)
     assert srv.stats()['requests'] == n                         # the second run is served from the cache
     with Store(tmp_path / 'a', create=False) as x, Store(tmp_path / 'b', create=False) as y:
         ta, tb = dict(x.transcripts()), dict(y.transcripts())
         strip = lambda t: {k: v for k, v in t.items() if k != 'agent_info'}
-        assert {g: strip(t) for g, t in ta.items()} == {g: strip(t) for g, t in tb.items()}   # the same games, call for call
+        # the same games, call for call
+        assert {g: strip(t) for g, t in ta.items()} == {g: strip(t) for g, t in tb.items()}
         ra, rb = x.rows().set_index('game_id'), y.rows().set_index('game_id')
     llm = ra['buyer'].str.startswith('openai')
     assert (ra.loc[llm, 'buyer_llm_calls'] > 0).all() and (ra.loc[llm, 'buyer_cache_hits'] == 0).all()
-    assert (rb.loc[llm, 'buyer_cache_hits'] == rb.loc[llm, 'buyer_llm_calls']).all() and (rb.loc[llm, 'buyer_cost_usd'] == 0).all()
+    assert (rb.loc[llm, 'buyer_cache_hits'] == rb.loc[llm, 'buyer_llm_calls']).all()
+    assert (rb.loc[llm, 'buyer_cost_usd'] == 0).all()
 
 def test_accounting_and_prompt_identity(srv):
     g = play(SC[1], agent(srv, 'ok'), 'conceder', seed=2)
@@ -84,7 +90,8 @@ def test_canary_private_value_never_reaches_the_opponent(srv):
         g = play(sc, b, s, seed=4)
         seller_view = json.dumps(g.messages.get('seller', []))
         assert '987.65' not in seller_view and '98765' not in seller_view
-        results = json.dumps([r.get('result') for r in g.transcript['log']] + [r.get('update') for r in g.transcript['log']])
+        log = g.transcript['log']
+        results = json.dumps([r.get('result') for r in log] + [r.get('update') for r in log])
         assert '987.65' not in results and '12.34' not in results
         assert '12.34' not in json.dumps(g.messages['buyer'])
 
@@ -96,17 +103,21 @@ def test_canary_api_key_never_written(srv, tmp_path, monkeypatch):
     specs = [f'openai:ok@{srv.url}?key_env=CANARY_API_KEY', 'linear']
     leaky = f'openai:leaky@{srv.url}?key_env=CANARY_API_KEY&cache=off'
     exe = str(Path(sys.executable).parent / 'bilateral')
-    r0 = subprocess.run([exe, 'tournament', '--agents', ','.join([leaky, *specs]), '--games-per-pair', '2', '--out', str(out / 'leaky')],
-                        capture_output=True, text=True, env=env, timeout=300)
-    errors = [x for x in r0.stderr.splitlines() if x.startswith('bilateral:')]    # the rest of stderr is the progress bar
-    assert r0.returncode == 2 and len(errors) == 1 and 'Traceback' not in r0.stderr, r0.stderr[-2000:]   # a refused key stops the run
-    r = subprocess.run([exe, 'tournament', '--agents', ','.join(specs), '--games-per-pair', '2', '--out', str(out)], capture_output=True, text=True, env=env, timeout=300)
+    r0 = subprocess.run([exe, 'tournament', '--agents', ','.join([leaky, *specs]), '--games-per-pair', '2',
+                         '--out', str(out / 'leaky')], capture_output=True, text=True, env=env, timeout=300)
+    errors = [x for x in r0.stderr.splitlines() if x.startswith('bilateral:')]   # the rest of stderr: the progress bar
+    # a refused key stops the run
+    assert r0.returncode == 2 and len(errors) == 1 and 'Traceback' not in r0.stderr, r0.stderr[-2000:]
+    r = subprocess.run([exe, 'tournament', '--agents', ','.join(specs), '--games-per-pair', '2', '--out', str(out)],
+                       capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
-    r2 = subprocess.run([exe, 'report', str(out), '--n-boot', '50'], capture_output=True, text=True, env=env, timeout=300)
+    r2 = subprocess.run([exe, 'report', str(out), '--n-boot', '50'], capture_output=True, text=True, env=env,
+                        timeout=300)
     assert r2.returncode == 0, r2.stderr[-2000:]
     import papermill as pm
     from bilateral.report import experiment_path
-    pm.execute_notebook(str(experiment_path('tournament')), str(out / 'executed.ipynb'), kernel_name='python3', progress_bar=False,
+    pm.execute_notebook(str(experiment_path('tournament')), str(out / 'executed.ipynb'), kernel_name='python3',
+                        progress_bar=False,
                         parameters={'agents': specs, 'games_per_pair': 2, 'out_dir': str(out / 'pm')})
     texts = [r0.stdout, r0.stderr, r.stdout, r.stderr, r2.stdout, r2.stderr]
     for p in out.rglob('*'):
@@ -129,4 +140,5 @@ def test_reasoning_is_kept_private(srv):
     mine = [m for m in g.messages['buyer'] if m['role'] == 'assistant']
     assert mine and all(m.get('reasoning_content', '').startswith('private plan') for m in mine)
     assert srv.stats().get('reasoning_echoed', 0) == 0
-    assert 'private plan' not in json.dumps(g.messages['seller']) and 'private plan' not in json.dumps(g.transcript['log'])
+    assert 'private plan' not in json.dumps(g.messages['seller'])
+    assert 'private plan' not in json.dumps(g.transcript['log'])

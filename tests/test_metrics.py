@@ -5,15 +5,13 @@ from bilateral.core import *
 from bilateral.engine import Engine, Rules, ToolCall
 from bilateral.agents import GameResult
 from bilateral.metrics import outcome_metrics, role_behaviour, game_row, bootstrap_ci, leaderboard
+from conftest import drive
 
 ITEM = Item('chair', 'Office chair', 'office', 'Mesh office chair.', 20000, 15000, 24000)
 
 def game(v, c, script, rules=Rules(latency=(1.0, 1.0))):
-    eng = Engine(Scenario(ITEM, v, c, 'mid'), rules)
-    for role, calls in script:
-        assert eng.next_turn() is role
-        eng.take(role); eng.submit(role, [ToolCall(*x) for x in calls])
-    eng.next_turn()
+    "Play `script` for a buyer valuing the chair at `v` and a seller whose cost is `c` (cents): the game's result."
+    eng = drive(Engine(Scenario(ITEM, v, c, 'mid'), rules), script)
     return GameResult(eng.scenario, eng.outcome, tuple(eng.events), eng.transcript(), {'buyer': 'b', 'seller': 's'}, 0,
                       {r.value: p.invalid for r, p in eng.parties.items()})
 
@@ -21,32 +19,40 @@ B, S = Role.BUYER, Role.SELLER
 
 def test_deal_shares_and_efficiency():
     # v = 180, c = 100, p = 160: buyer 20/80 = 0.25, seller 60/80 = 0.75
-    g = game(18000, 10000, [(S, [('make_offer', {'price': 160}), ('wait_for_response', {})]), (B, [('accept_offer', {'offer_id': 'S1'})])],
+    g = game(18000, 10000, [(S, [('make_offer', {'price': 160}), ('wait_for_response', {})]),
+                            (B, [('accept_offer', {'offer_id': 'S1'})])],
              Rules(latency=(1.0, 1.0), first_mover='seller'))
     m = outcome_metrics(g)
     assert (m['price'], m['buyer_utility'], m['seller_utility']) == (160.0, 20.0, 60.0)
-    assert m['buyer_share'] == pytest.approx(0.25) and m['seller_share'] == pytest.approx(0.75) and m['efficiency'] == 1.0
+    assert m['buyer_share'] == pytest.approx(0.25) and m['seller_share'] == pytest.approx(0.75)
+    assert m['efficiency'] == 1.0
     assert m['duration_s'] == 3.0 and m['n_events'] == 3   # offer at 1 s, wait at 2 s, accept at 3 s
 
 def test_no_deal_is_zero_unconditional_and_missing_conditional():
-    g = game(18000, 10000, [(B, [('make_offer', {'price': 90}), ('wait_for_response', {})]), (S, [('quit_negotiation', {})])])
+    g = game(18000, 10000, [(B, [('make_offer', {'price': 90}), ('wait_for_response', {})]),
+                            (S, [('quit_negotiation', {})])])
     m = outcome_metrics(g)
-    assert (m['deal'], m['buyer_share'], m['seller_share'], m['efficiency'], m['end_reason'], m['ended_by']) == (False, 0.0, 0.0, 0.0, 'quit', 'seller')
+    got = (m['deal'], m['buyer_share'], m['seller_share'], m['efficiency'], m['end_reason'], m['ended_by'])
+    assert got == (False, 0.0, 0.0, 0.0, 'quit', 'seller')
     lb = leaderboard([game_row(g)] * 2)
     assert lb['share'].tolist() == [0.0, 0.0] and lb['share_if_deal'].isna().all() and lb['deal'].tolist() == [0.0, 0.0]
 
 def test_no_zopa_shares_undefined_and_ir_violation():
     # v = 100 < c = 120; a deal at 110 is above the buyer's value and below the seller's cost: both violate
-    g = game(10000, 12000, [(B, [('make_offer', {'price': 110}), ('wait_for_response', {})]), (S, [('accept_offer', {'offer_id': 'B1'})])])
+    g = game(10000, 12000, [(B, [('make_offer', {'price': 110}), ('wait_for_response', {})]),
+                            (S, [('accept_offer', {'offer_id': 'B1'})])])
     m = outcome_metrics(g)
     assert math.isnan(m['buyer_share']) and math.isnan(m['efficiency'])
-    assert m['buyer_ir_violation'] and m['seller_ir_violation'] and (m['buyer_utility'], m['seller_utility']) == (-10.0, -10.0)
-    g = game(18000, 10000, [(B, [('make_offer', {'price': 190}), ('wait_for_response', {})]), (S, [('accept_offer', {'offer_id': 'B1'})])])
+    assert m['buyer_ir_violation'] and m['seller_ir_violation']
+    assert (m['buyer_utility'], m['seller_utility']) == (-10.0, -10.0)
+    g = game(18000, 10000, [(B, [('make_offer', {'price': 190}), ('wait_for_response', {})]),
+                            (S, [('accept_offer', {'offer_id': 'B1'})])])
     m = outcome_metrics(g)
     assert m['buyer_ir_violation'] and not m['seller_ir_violation'] and m['buyer_share'] == pytest.approx(-10 / 80)
 
 def test_concession_patience_and_waiting():
-    # buyer offers 100 at t=1, waits 30 s (seller sleeps too), offers 120 at t=33, then 130: concessions 20 and 10 of L=200
+    # buyer offers 100 at t=1, waits 30 s (seller sleeps too), offers 120 at t=33, then 130:
+    # concessions 20 and 10 of L=200
     g = game(18000, 10000, [(B, [('make_offer', {'price': 100}), ('wait', {'seconds': 30})]),
                             (S, [('make_offer', {'price': 190}), ('wait', {'seconds': 30})]),
                             (B, [('make_offer', {'price': 120}), ('wait_for_response', {})]),

@@ -1,5 +1,6 @@
-"The tiny offline model: built with no download, valid tool calls against the ladder, served by a real `transformers serve`."
-import json, os, subprocess, sys, time, urllib.request
+"""The tiny offline model: built with no download, valid tool calls against the ladder, served by a real
+`transformers serve`."""
+import json, subprocess, sys, time, urllib.request
 from pathlib import Path
 import pytest
 from bilateral.tiny import tool_call_rate, TINY_WINDOW
@@ -38,36 +39,43 @@ def served(tiny_model, tmp_path_factory):
         except OSError:
             if proc.poll() is not None: raise RuntimeError(log.read_text()[-2000:])
             time.sleep(0.3)
-    else: proc.kill(); raise RuntimeError('transformers serve did not start')
+    else:
+        proc.kill()
+        raise RuntimeError('transformers serve did not start')
     yield f'http://127.0.0.1:{port}/v1'
     proc.terminate()
     try: proc.wait(10)
     except subprocess.TimeoutExpired: proc.kill()
 
 def test_openai_agent_against_transformers_serve(served, tiny_model, tmp_path):
-    "A tournament of the OpenAI-compatible agent (official client, real server) against scripted agents; the rerun is all cache hits."
+    """A tournament of the OpenAI-compatible agent (official client, real server) against scripted agents; the rerun is
+    all cache hits."""
     d, _ = tiny_model
-    spec = TournamentSpec((f'openai:{d}@{served}?window={TINY_WINDOW}&max_tokens=96', 'conceder', 'boulware'), games_per_pair=2, seed=6, self_play=False)
+    spec = TournamentSpec((f'openai:{d}@{served}?window={TINY_WINDOW}&max_tokens=96', 'conceder', 'boulware'),
+                          games_per_pair=2, seed=6, self_play=False)
     a = run_tournament(spec, tmp_path / 'a', concurrency=4, progress=False)
     assert a['stored'] == a['games'] == 12
     with Store(tmp_path / 'a', create=False) as st: rows = st.rows()
     llm = rows['buyer'].str.startswith('openai')
-    calls = rows.loc[llm, 'buyer_llm_calls'].sum() + rows.loc[rows['seller'].str.startswith('openai'), 'seller_llm_calls'].sum()
+    seller_llm = rows['seller'].str.startswith('openai')
+    calls = rows.loc[llm, 'buyer_llm_calls'].sum() + rows.loc[seller_llm, 'seller_llm_calls'].sum()
     assert calls > 0 and rows.loc[llm, 'buyer_cache_hits'].sum() == 0
     reasons = set(rows['end_reason'])
     assert reasons <= {'deal', 'quit', 'deadline', 'both_idle', 'event_cap', 'invalid_calls', 'agent_limit'}, reasons
-    b = run_tournament(spec, tmp_path / 'b', concurrency=4, progress=False)
+    run_tournament(spec, tmp_path / 'b', concurrency=4, progress=False)
     with Store(tmp_path / 'b', create=False) as st: rb = st.rows()
-    lb = rb['buyer'].str.startswith('openai'); ls = rb['seller'].str.startswith('openai')
-    assert (rb.loc[lb, 'buyer_cache_hits'] == rb.loc[lb, 'buyer_llm_calls']).all()       # zero requests: every call a cache hit
+    lb = rb['buyer'].str.startswith('openai')
+    ls = rb['seller'].str.startswith('openai')
+    # zero requests: every call a cache hit
+    assert (rb.loc[lb, 'buyer_cache_hits'] == rb.loc[lb, 'buyer_llm_calls']).all()
     assert (rb.loc[ls, 'seller_cache_hits'] == rb.loc[ls, 'seller_llm_calls']).all()
     with Store(tmp_path / 'a', create=False) as x, Store(tmp_path / 'b', create=False) as y:
         strip = lambda t: {k: v for k, v in t.items() if k != 'agent_info'}
         assert {g: strip(t) for g, t in x.transcripts()} == {g: strip(t) for g, t in y.transcripts()}
 
 def test_full_history_tiny_model_behind_transformers_serve_finishes_every_game(served, tiny_model, tmp_path):
-    """No window: the server answers HTTP 500 whenever the tiny model writes a malformed <tool_call>. The endpoint is up,
-    so a 500 repeated for the same request is the model's bad reply (an invalid call, scored), not an outage: the
+    """No window: the server answers HTTP 500 whenever the tiny model writes a malformed <tool_call>. The endpoint is
+    up, so a 500 repeated for the same request is the model's bad reply (an invalid call, scored), not an outage: the
     12 games finish, none is left unplayed, and each game's wall time is recorded."""
     d, _ = tiny_model
     t0 = time.time()
@@ -87,7 +95,9 @@ def test_local_agent_batches_concurrent_games(tiny_model):
     from bilateral import local
     d, _ = tiny_model
     async def go():
-        games = await asyncio.gather(*(play_game(sc, f'hf:{d}?window=4&max_turns=6', 'conceder', seed=i) for i, sc in enumerate(sample_scenarios(8, seed=2))))
+        agent = f'hf:{d}?window=4&max_turns=6'
+        games = await asyncio.gather(*(play_game(sc, agent, 'conceder', seed=i)
+                                       for i, sc in enumerate(sample_scenarios(8, seed=2))))
         lm = local.local_model(str(d))
         return games, lm.batches
     games, batches = run_sync(go())
@@ -97,7 +107,8 @@ def test_local_agent_batches_concurrent_games(tiny_model):
 def test_human_play_in_a_terminal():
     "`bilateral play` reads commands from standard input and shows the game; a bad command gets a hint."
     exe = str(Path(sys.executable).parent / 'bilateral')
-    r = subprocess.run([exe, 'play', '--role', 'seller', '--opponent', 'conceder', '--seed', '3'], input='fly away\noffer abc\nhelp\noffer 99999\noffer 28\nwait\nquit\n',
+    commands = 'fly away\noffer abc\nhelp\noffer 99999\noffer 28\nwait\nquit\n'
+    r = subprocess.run([exe, 'play', '--role', 'seller', '--opponent', 'conceder', '--seed', '3'], input=commands,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     out = r.stdout

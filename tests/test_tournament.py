@@ -15,15 +15,17 @@ N = 49 * 30
 def start(out):
     return subprocess.Popen([EXE, *ARGS, '--out', str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
-# Kill -9 and Ctrl-C tests run `bilateral` with the `held` agent (tests/held_cli.py): with the hold set, the run can never
-# finish before the signal lands, whatever the machine's speed; without it, the same command plays every game.
+# Kill -9 and Ctrl-C tests run `bilateral` with the `held` agent (tests/held_cli.py): with the hold set, the run can
+# never finish before the signal lands, whatever the machine's speed; without it, the same command plays every game.
 HELD = [sys.executable, str(Path(__file__).parent / 'held_cli.py'), 'tournament', '--agents',
-        'held,boulware,linear,conceder,tit-for-tat', '--games-per-pair', '40', '--seed', '5', '--preset', 'mixed', '--quiet']
+        'held,boulware,linear,conceder,tit-for-tat', '--games-per-pair', '40', '--seed', '5', '--preset', 'mixed',
+        '--quiet']
 HELD_N = 25 * 40
 
 def start_held(out, hold_after=200):
     env = {**os.environ, 'BILATERAL_TEST_HOLD_AFTER': str(hold_after)}
-    return subprocess.Popen([*HELD, '--out', str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen([*HELD, '--out', str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
 
 def run_held(out):
     env = {k: v for k, v in os.environ.items() if k != 'BILATERAL_TEST_HOLD_AFTER'}
@@ -41,7 +43,8 @@ def stored(out):
 def wait_for(out, n, proc, limit=120):
     t0, seen = time.time(), []
     while time.time() - t0 < limit:
-        c = stored(out); seen.append(c)
+        c = stored(out)
+        seen.append(c)
         if c >= n or proc.poll() is not None: return seen
         time.sleep(0.02)
     raise AssertionError('timed out')
@@ -104,17 +107,19 @@ def test_report_reads_while_a_run_goes_on(tmp_path):
     proc = start(out)
     try:
         wait_for(out, 100, proc)
-        r = subprocess.run([EXE, 'report', str(out), '--no-figures', '--n-boot', '50'], capture_output=True, text=True, timeout=120)
+        r = subprocess.run([EXE, 'report', str(out), '--no-figures', '--n-boot', '50'], capture_output=True, text=True,
+                           timeout=120)
         assert r.returncode == 0, r.stderr
         assert 'Bradley-Terry' in r.stdout
     finally:
-        proc.kill(); proc.wait()
+        proc.kill()
+        proc.wait()
 
 def test_report_regenerates_identical_numbers(reference, tmp_path):
     out = reference[0]
-    a = write_report(out, n_boot=200, figures=False)
+    write_report(out, n_boot=200, figures=False)
     tables = {p.name: p.read_bytes() for p in (out / 'tables').glob('*.csv')}
-    b = write_report(out, n_boot=200, figures=False)
+    write_report(out, n_boot=200, figures=False)
     assert tables == {p.name: p.read_bytes() for p in (out / 'tables').glob('*.csv')}
     assert len(tables) == 8
     lb = pd.read_csv(out / 'tables' / 'leaderboard.csv')
@@ -130,8 +135,8 @@ def test_report_errors_are_one_line(tmp_path):
 
 def test_foreign_run_directory_is_refused(tmp_path):
     run_tournament(TournamentSpec(('linear',), 2, seed=1), tmp_path, progress=False)
-    r = subprocess.run([EXE, 'tournament', '--agents', 'linear', '--games-per-pair', '2', '--seed', '2', '--out', str(tmp_path)],
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run([EXE, 'tournament', '--agents', 'linear', '--games-per-pair', '2', '--seed', '2',
+                        '--out', str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and 'holds another tournament (differs in: seed)' in r.stderr
 
 def test_paired_design_properties():
@@ -156,7 +161,8 @@ def test_failed_games_are_recorded_apart_never_scored_and_played_again(tmp_path)
     register_agent('broken-test', lambda a: Broken(), 'test agent that always fails')
     spec = TournamentSpec(('broken-test', 'linear'), 3)
     s = run_tournament(spec, tmp_path, progress=False)
-    assert s['failed'] == 9 and s['failures'] == {'agent_crash': 9} and s['stored'] == 3 and 'agent_error' not in s['end_reasons']
+    assert s['failed'] == 9 and s['failures'] == {'agent_crash': 9} and s['stored'] == 3
+    assert 'agent_error' not in s['end_reasons']
     with Store(tmp_path, create=False) as st:
         assert set(st.rows()['buyer']) == {'linear'} and len(st.failures()) == 9
         assert st.failures()['message'].str.contains('TimeoutError: model did not answer').all()
@@ -165,7 +171,8 @@ def test_failed_games_are_recorded_apart_never_scored_and_played_again(tmp_path)
     with Store(tmp_path, create=False) as st: assert (st.failures()['attempts'] == 2).all()
 
 def test_smoke_profile_through_papermill(tmp_path):
-    r = subprocess.run([EXE, 'reproduce', '--profile', 'smoke', '--out', str(tmp_path), '--quiet'], capture_output=True, text=True, timeout=600)
+    r = subprocess.run([EXE, 'reproduce', '--profile', 'smoke', '--out', str(tmp_path), '--quiet'],
+                       capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     for nb in ('tournament.ipynb', 'report.ipynb'):
         cells = json.loads((tmp_path / nb).read_text())['cells']
@@ -177,6 +184,7 @@ def test_smoke_profile_through_papermill(tmp_path):
         assert 'cdn.jsdelivr' not in html
     assert len(pd.read_parquet(tmp_path / 'games.parquet')) == 36
     page = (tmp_path / 'report.html').read_text()                  # the report writes the run's page too
-    assert '<script src' not in page and json.loads(page.split('id="data">')[1].split('</script>')[0])['run']['stored'] == 36
+    data = json.loads(page.split('id="data">')[1].split('</script>')[0])
+    assert '<script src' not in page and data['run']['stored'] == 36
     assert len((tmp_path / 'transcripts.jsonl').read_text().splitlines()) == 36
     assert json.loads((tmp_path / 'summary.json').read_text())['games'] == 36

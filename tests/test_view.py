@@ -1,7 +1,7 @@
 """The run page in a real browser: headless Chromium (Debian's `chromium`) opens report.html from file:// with no
 network, driven by Playwright for Python; no browser is downloaded. Skipped, saying why, where no Chromium is installed
 (`.ci/run` installs it)."""
-import json, shutil, subprocess, sys
+import shutil, subprocess, sys
 from pathlib import Path
 import pytest
 from bilateral.protocol import ERROR_CODES
@@ -9,8 +9,9 @@ from bilateral.store import Store
 from bilateral.tournament import TournamentSpec, run_tournament
 
 CHROMIUM = shutil.which('chromium') or ('/usr/bin/chromium' if Path('/usr/bin/chromium').exists() else None)
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="the browser test needs Debian's chromium (apt-get install chromium); "
-                                                         '.ci/run installs it before make test')
+NO_CHROMIUM = ("the browser test needs Debian's chromium (apt-get install chromium); "
+               '.ci/run installs it before make test')
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
 EXE = str(Path(sys.executable).parent / 'bilateral')
 AGENTS = ('boulware', 'conceder', 'hardliner', 'random:0.5')
 # Chromium as the machine's probe starts it: no sandbox as root, nothing fetched in the background.
@@ -39,8 +40,8 @@ def test_page_opens_offline_filters_and_shows_a_game(page_file, tmp_path):
         page.wait_for_selector('body[data-ready="1"]', state='attached', timeout=30_000)
         page.wait_for_selector('#chart-pairs svg', timeout=30_000)
         page.wait_for_selector('#chart-leaderboard svg', timeout=30_000)
-        assert page.locator('#leaderboard tr').count() == 1 + 2 * len(AGENTS)          # header + every agent in both roles
-        assert page.locator('#games tr.game').count() == 80                          # 16 pairs x 5 games, one page
+        assert page.locator('#leaderboard tr').count() == 1 + 2 * len(AGENTS)   # header + every agent in both roles
+        assert page.locator('#games tr.game').count() == 80                   # 16 pairs x 5 games, one page
         page.select_option('select[data-f="buyer"]', 'hardliner')
         page.select_option('select[data-f="deal"]', 'true')
         shown = page.locator('#games tr.game')
@@ -67,7 +68,8 @@ def test_page_opens_offline_filters_and_shows_a_game(page_file, tmp_path):
         browser.close()
     assert (tmp_path / 'report.png').stat().st_size > 10_000
     assert not errors, errors
-    assert all(u.startswith(('file://', 'data:', 'blob:')) for u in requests), [u for u in requests if not u.startswith('file')][:5]
+    outside = [u for u in requests if not u.startswith('file')][:5]
+    assert all(u.startswith(('file://', 'data:', 'blob:')) for u in requests), outside
 
 def test_invalid_calls_are_highlighted_with_their_code(page_file):
     from playwright.sync_api import sync_playwright

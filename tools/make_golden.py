@@ -8,13 +8,16 @@ import bilateral.strategies
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = [('boulware', 'conceder', 'always-zopa', 7), ('hardliner', 'accommodating', 'mixed', 8),
-          ('tit-for-tat', 'split', 'always-zopa', 9), ('random:0.4', 'linear', 'always-zopa', 10), ('conceder', 'hardliner', 'no-zopa', 11)]
+          ('tit-for-tat', 'split', 'always-zopa', 9), ('random:0.4', 'linear', 'always-zopa', 10),
+          ('conceder', 'hardliner', 'no-zopa', 11)]
 
 def golden_game(buyer, seller, preset, seed):
     "The game a golden file records."
     return play(sample_scenarios(1, preset, seed)[0], buyer, seller, seed=seed)
 
-def name(buyer, seller, preset, seed): return f"{buyer.replace(':', '-')}__{seller.replace(':', '-')}__{preset}__{seed}.json"
+def name(buyer, seller, preset, seed):
+    "The golden file's name: the two agent specs (`:` made `-`), the preset and the seed."
+    return f"{buyer.replace(':', '-')}__{seller.replace(':', '-')}__{preset}__{seed}.json"
 
 if __name__ == '__main__':
     out = ROOT / 'data' / 'golden'

@@ -25,7 +25,9 @@ def render(nb_path=INDEX) -> str:
     parts = ['<!-- Generated from nbs/index.ipynb by tools/readme.py: edit the notebook, not this file. -->']
     for cell in nb['cells']:
         src = _src(cell)
-        if cell['cell_type'] == 'markdown': parts.append(src.strip()); continue
+        if cell['cell_type'] == 'markdown':
+            parts.append(src.strip())
+            continue
         if cell['cell_type'] != 'code' or '#| hide' in src: continue
         if '#| echo: false' not in src and _code(src): parts.append(f'```python\n{_code(src)}\n```')
         for o in _outputs(cell): parts.append(o[1].strip() if isinstance(o, tuple) else f'```\n{o.rstrip()}\n```')
