@@ -7,7 +7,7 @@ Docs: https://github.com/bilateral-dev/bilateral/bench.html.md"""
 # %% ../nbs/14_bench.ipynb #417a1021
 from __future__ import annotations
 import asyncio, json, os, resource, subprocess, sys, tempfile, time
-from .core import *
+from .core import derive_seed
 from .scenarios import sample_scenarios
 from .engine import Rules
 from .agents import play_game, run_sync
@@ -19,20 +19,25 @@ __all__ = ['bench', 'bench_tournament', 'bench_llm']
 # %% ../nbs/14_bench.ipynb #b0489161
 def _reference(n_calls: int, T: float = 180.0) -> float:
     "Seconds for a bare alternating-offers loop of `n_calls` calls (the floor any engine sits on)."
-    t0, a, r, x = time.perf_counter(), 4000, 9000, 0
+    a, r = 4000, 9000
+    x = 0
+    t0 = time.perf_counter()
     for k in range(n_calls):
         t = (k * 1.25) % T / T
         x = round(a + (r - a) * t ** 5.0)
         if x >= r: x = a
     return time.perf_counter() - t0
 
+# %% ../nbs/14_bench.ipynb #5e1b8c47
 async def _play_all(scenarios, buyer, seller, rules, seed):
     n = 0
     for i, sc in enumerate(scenarios):
         n += (await play_game(sc, buyer, seller, rules, derive_seed(seed, 'game', i))).outcome.n_events
     return n
 
-def bench(n: int = 2000, buyer: str = 'boulware', seller: str = 'boulware', seed: int = 0, rules: Rules = Rules()) -> dict:
+# %% ../nbs/14_bench.ipynb #9f6e2d4a
+def bench(n: int = 2000, buyer: str = 'boulware', seller: str = 'boulware', seed: int = 0,
+          rules: Rules = Rules()) -> dict:
     "Games/s and events/s of `n` scripted games, and the overhead ratio against the reference loop."
     scenarios = sample_scenarios(n, 'always-zopa', seed)
     t0 = time.perf_counter()
@@ -40,7 +45,8 @@ def bench(n: int = 2000, buyer: str = 'boulware', seller: str = 'boulware', seed
     dt = time.perf_counter() - t0
     ref = _reference(events, rules.deadline)
     return {'pairing': f'{buyer} vs {seller}', 'games': n, 'events': events, 'seconds': round(dt, 3),
-            'games_per_s': round(n / dt, 1), 'events_per_s': round(events / dt), 'events_per_game': round(events / n, 1),
+            'games_per_s': round(n / dt, 1), 'events_per_s': round(events / dt),
+            'events_per_game': round(events / n, 1),
             'reference_events_per_s': round(events / ref), 'overhead_ratio': round(dt / ref, 1)}
 
 # %% ../nbs/14_bench.ipynb #54335841
@@ -50,40 +56,51 @@ def _tournament_child(n: int, out: str) -> dict:
     gpp = -(-n // len(LADDER_AGENTS) ** 2)
     t0 = time.perf_counter()
     s = run_tournament(TournamentSpec(tuple(LADDER_AGENTS), gpp, 'mixed', 0), out, concurrency=8, progress=False)
-    return {'games': s['stored'], 'seconds': round(time.perf_counter() - t0, 2), 'peak_rss_mb': round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    elapsed = round(time.perf_counter() - t0, 2)
+    peak = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    return {'games': s['stored'], 'seconds': elapsed, 'peak_rss_mb': peak}
 
+# %% ../nbs/14_bench.ipynb #6d8a2f5c
 def bench_tournament(sizes=(1000, 5000, 15000)) -> list[dict]:
     "Wall time and peak memory of ladder tournaments of each size, each in its own process."
     out = []
     for n in sizes:
         with tempfile.TemporaryDirectory() as d:
-            code = f'import json; from bilateral.bench import _tournament_child; print(json.dumps(_tournament_child({int(n)}, {d!r})))'
+            code = ('import json; from bilateral.bench import _tournament_child; '
+                    f'print(json.dumps(_tournament_child({int(n)}, {d!r})))')
             r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True)
             out.append(json.loads(r.stdout.strip().splitlines()[-1]))
     return out
 
 # %% ../nbs/14_bench.ipynb #6f422e34
+async def _timed_games(spec: str, scs: list, k: int) -> tuple[list, float]:
+    "The games of `scs`, K in flight, and the seconds they took (the warm-up game excluded)."
+    sem = asyncio.Semaphore(k)
+    async def one(i, sc):
+        async with sem: return await play_game(sc, spec, 'conceder', seed=i)
+    await play_game(scs[0], spec, 'conceder', seed=-1)
+    t0 = time.perf_counter()
+    games = await asyncio.gather(*(one(i, sc) for i, sc in enumerate(scs)))
+    return games, time.perf_counter() - t0
+
+# %% ../nbs/14_bench.ipynb #8d3a1f6c
+def _llm_row(k: int, games: list, dt: float, latency_ms: int) -> dict:
+    "One row of `bench_llm`."
+    calls = sum(g.info['buyer']['calls'] for g in games)
+    ideal = k / (latency_ms / 1000)
+    return {'k': k, 'games': len(games), 'calls': calls, 'seconds': round(dt, 2), 'calls_per_s': round(calls / dt, 1),
+            'ideal_per_s': ideal, 'share_of_ideal': round(calls / dt / ideal, 3),
+            'errors': sum(g.outcome.reason.value not in ('deal', 'both_idle') for g in games)}
+
+# %% ../nbs/14_bench.ipynb #c7b2e0f8
 def bench_llm(ks=(1, 16, 64, 256), latency_ms: int = 200, per_slot: int = 8) -> list[dict]:
     "Model calls/s with K concurrent games against an endpoint of fixed latency, against the ideal K/latency."
     from bilateral.fakeserver import serve
-    from bilateral.agents import play_game
     out = []
     with serve() as srv:
         for k in ks:
             spec = f'openai:ok-{latency_ms}ms@{srv.url}?cache=off&concurrency={k}'
             scs = sample_scenarios(k * per_slot, 'always-zopa', 1)
-            async def run():
-                sem = asyncio.Semaphore(k)
-                async def one(i, sc):
-                    async with sem: return await play_game(sc, spec, 'conceder', seed=i)
-                await play_game(scs[0], spec, 'conceder', seed=-1)   # warm-up: imports, the client and its connection, outside the timing
-                t0 = time.perf_counter()
-                games = await asyncio.gather(*(one(i, sc) for i, sc in enumerate(scs)))
-                return games, time.perf_counter() - t0
-            games, dt = run_sync(run())
-            calls = sum(g.info['buyer']['calls'] for g in games)
-            ideal = k / (latency_ms / 1000)
-            out.append({'k': k, 'games': len(games), 'calls': calls, 'seconds': round(dt, 2), 'calls_per_s': round(calls / dt, 1),
-                        'ideal_per_s': ideal, 'share_of_ideal': round(calls / dt / ideal, 3),
-                        'errors': sum(g.outcome.reason.value not in ('deal', 'both_idle') for g in games)})
+            games, dt = run_sync(_timed_games(spec, scs, k))
+            out.append(_llm_row(k, games, dt, latency_ms))
     return out

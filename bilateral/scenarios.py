@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from .core import *
+from .core import CatalogError, ConfigError, Item, Scenario, derive_seed, to_cents
 
 # %% auto #0
 __all__ = ['COLUMNS', 'TIER_NAMES', 'PRESETS', 'parse_item', 'load_catalogue', 'default_catalogue', 'Tiers', 'fixed_width',
@@ -21,45 +21,56 @@ __all__ = ['COLUMNS', 'TIER_NAMES', 'PRESETS', 'parse_item', 'load_catalogue', '
 COLUMNS = ('id', 'title', 'category', 'description', 'listing_price', 'low_price', 'high_price')
 _PRICES = ('listing_price', 'low_price', 'high_price')
 
+# %% ../nbs/01_scenarios.ipynb #9d4e6a10
 def _price(raw, row: int, col: str) -> int:
     "Parse one positive dollar amount, naming the row and column when it is bad."
     try: x = float(str(raw).strip())
     except ValueError: raise CatalogError(f"row {row}, column {col!r}: not a number: {raw!r}") from None
-    if not math.isfinite(x) or x <= 0: raise CatalogError(f"row {row}, column {col!r}: price must be positive and finite, got {raw!r}")
+    if not math.isfinite(x) or x <= 0:
+        raise CatalogError(f"row {row}, column {col!r}: price must be positive and finite, got {raw!r}")
     return to_cents(x)
 
+# %% ../nbs/01_scenarios.ipynb #b7d05e1a
 def parse_item(rec: dict, row: int) -> Item:
     "One catalogue record (strings or numbers) -> `Item`."
     missing = [c for c in COLUMNS if c not in rec or rec[c] is None or str(rec[c]).strip() == '']
     if missing: raise CatalogError(f"row {row}: missing column(s) {', '.join(missing)}")
     lo, lp, hi = (_price(rec[c], row, c) for c in ('low_price', 'listing_price', 'high_price'))
-    if not lo <= hi: raise CatalogError(f"row {row}, column 'low_price': low_price {rec['low_price']} exceeds high_price {rec['high_price']}")
-    return Item(str(rec['id']).strip(), str(rec['title']).strip(), str(rec['category']).strip(), str(rec['description']).strip(), lp, lo, hi)
+    if not lo <= hi:
+        what = f"low_price {rec['low_price']} exceeds high_price {rec['high_price']}"
+        raise CatalogError(f"row {row}, column 'low_price': {what}")
+    text = {c: str(rec[c]).strip() for c in ('id', 'title', 'category', 'description')}
+    return Item(text['id'], text['title'], text['category'], text['description'], lp, lo, hi)
 
 # %% ../nbs/01_scenarios.ipynb #4aa9f470
 def _records(text: str, suffix: str) -> list[dict]:
     "Rows of a CSV or JSON catalogue as dicts."
     if suffix == '.json':
         data = json.loads(text)
-        if not isinstance(data, list) or not all(isinstance(r, dict) for r in data): raise CatalogError("a JSON catalogue must be a list of objects")
+        if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
+            raise CatalogError("a JSON catalogue must be a list of objects")
         return data
     reader = csv.DictReader(io.StringIO(text))
     missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
     if missing: raise CatalogError(f"header (row 1): missing column(s) {', '.join(missing)}")
     return list(reader)
 
+# %% ../nbs/01_scenarios.ipynb #1c6e0b95
 def load_catalogue(path: str | Path | None = None) -> tuple[Item, ...]:
     "Items of a CSV/JSON catalogue at `path`, or of the shipped default when `path` is None."
     if path is None: return default_catalogue()
     path = Path(path)
     if not path.exists(): raise CatalogError(f"catalogue not found: {path}")
-    first = 2 if path.suffix != '.json' else 1   # CSV data starts on line 2, after the header
-    items = tuple(parse_item(r, i) for i, r in enumerate(_records(path.read_text(encoding='utf-8'), path.suffix.lower()), first))
+    first = 2 if path.suffix != '.json' else 1
+    records = _records(path.read_text(encoding='utf-8'), path.suffix.lower())
+    items = tuple(parse_item(r, i) for i, r in enumerate(records, first))
     ids = [it.id for it in items]
-    if len(set(ids)) != len(ids): raise CatalogError(f"duplicate item id(s): {sorted({i for i in ids if ids.count(i) > 1})[:5]}")
+    if len(set(ids)) != len(ids):
+        raise CatalogError(f"duplicate item id(s): {sorted({i for i in ids if ids.count(i) > 1})[:5]}")
     if not items: raise CatalogError(f"catalogue is empty: {path}")
     return items
 
+# %% ../nbs/01_scenarios.ipynb #3b8e5c47
 @lru_cache(maxsize=1)
 def default_catalogue() -> tuple[Item, ...]:
     "The item catalogue shipped with the package (read once; items are immutable)."
@@ -68,6 +79,7 @@ def default_catalogue() -> tuple[Item, ...]:
 # %% ../nbs/01_scenarios.ipynb #178e8b5b
 TIER_NAMES = ('low', 'mid', 'high')
 
+# %% ../nbs/01_scenarios.ipynb #0b5d8c36
 @dataclass(frozen=True)
 class Tiers:
     "Listing-price thresholds, in cents."
@@ -80,19 +92,23 @@ class Tiers:
 # %% ../nbs/01_scenarios.ipynb #747a5dad
 def _u(rng: random.Random, a: float, b: float) -> float: return a + (b - a) * rng.random()
 
+# %% ../nbs/01_scenarios.ipynb #5c2a7d08
 def _always(it: Item, rng):
     L = it.listing_price
     return _u(rng, 0.6, 1.0) * L, _u(rng, 0.1, 0.4) * L
 
+# %% ../nbs/01_scenarios.ipynb #c81d4f39
 def _mixed(it: Item, rng):
     lo, hi = it.low_price, it.high_price
     c = _u(rng, 0.6, 0.9) * lo
     return _u(rng, 0.4 * lo, hi + 0.1 * (hi - lo)), c
 
+# %% ../nbs/01_scenarios.ipynb #2d8e4b5f
 def _never(it: Item, rng):
     c = _u(rng, 0.6, 0.9) * it.listing_price
     return c * _u(rng, 0.5, 0.95), c
 
+# %% ../nbs/01_scenarios.ipynb #3f7a9d1c
 def fixed_width(w: float):
     "A value model whose ZOPA is exactly `w` times the listing price wide."
     if not -0.5 < w <= 0.8: raise ConfigError(f"zopa_width must be in (-0.5, 0.8], got {w!r}")
@@ -102,8 +118,11 @@ def fixed_width(w: float):
         return c + w * L, c
     return draw
 
-PRESETS = {'always-zopa': _always, 'mixed': _mixed, 'no-zopa': _never, 'narrow': fixed_width(0.1), 'wide': fixed_width(0.5)}
+# %% ../nbs/01_scenarios.ipynb #e7c4a1b6
+PRESETS = {'always-zopa': _always, 'mixed': _mixed, 'no-zopa': _never,
+           'narrow': fixed_width(0.1), 'wide': fixed_width(0.5)}
 
+# %% ../nbs/01_scenarios.ipynb #9c2e6b1f
 def value_model(preset: str = 'always-zopa', zopa_width: float | None = None):
     "The draw function of a named preset, or of a fixed ZOPA width when `zopa_width` is given."
     if zopa_width is not None: return fixed_width(zopa_width)
@@ -116,6 +135,7 @@ def _by_tier(catalogue: tuple[Item, ...], tiers: Tiers) -> dict[str, list[Item]]
     for it in sorted(catalogue, key=lambda it: it.id): groups[tiers.of(it.listing_price)].append(it)
     return groups
 
+# %% ../nbs/01_scenarios.ipynb #8b1f5c2a
 def make_scenario(item: Item, preset: str = 'always-zopa', seed: int = 0, tiers: Tiers = Tiers(),
                   zopa_width: float | None = None, index: int = 0) -> Scenario:
     "The scenario of one item under a value model, drawn from its own seeded stream."
@@ -124,11 +144,13 @@ def make_scenario(item: Item, preset: str = 'always-zopa', seed: int = 0, tiers:
     name = preset if zopa_width is None else f'width-{zopa_width:g}'
     return Scenario(item, max(1, round(v)), max(1, round(c)), tiers.of(item.listing_price), name)
 
+# %% ../nbs/01_scenarios.ipynb #a1e5b7c9
 def sample_scenarios(n: int, preset: str = 'always-zopa', seed: int = 0, catalogue: tuple[Item, ...] | None = None,
                      tiers: Tiers = Tiers(), zopa_width: float | None = None, stratify: bool = True) -> list[Scenario]:
     "`n` reproducible scenarios; scenario `i` depends only on the seed, `i` and the preset."
     catalogue = catalogue or default_catalogue()
-    groups, pool = _by_tier(catalogue, tiers), sorted(catalogue, key=lambda it: it.id)
+    groups = _by_tier(catalogue, tiers)
+    pool = sorted(catalogue, key=lambda it: it.id)
     out = []
     for i in range(n):
         rng = random.Random(derive_seed(seed, 'item', i))
