@@ -73,7 +73,8 @@ def _options(kind: AgentKind, spec: str, query: str) -> dict:
     opts = {}
     for k, v in parse_qsl(query, keep_blank_values=True):
         if k not in kind.options:
-            raise ConfigError(f"unknown option {k!r} in agent spec {spec!r}; options: {', '.join(kind.options) or 'none'}")
+            known = ', '.join(kind.options) or 'none'
+            raise ConfigError(f"unknown option {k!r} in agent spec {spec!r}; options: {known}")
         try: opts[k] = kind.options[k](v)
         except ValueError: raise ConfigError(f'option {k}={v!r} is not a valid {kind.options[k].__name__}') from None
     return opts
@@ -83,7 +84,8 @@ def parse(self: AgentKind, spec: str) -> tuple[str | None, dict]:
     "(argument or None, typed options) of a spec of this kind; `ConfigError` naming what is wrong."
     head, q, query = str(spec).partition('?')
     arg = head.partition(':')[2]
-    if arg and not self.arg: raise ConfigError(f'agent {self.name} takes no argument, got {spec!r}; spec: {self.usage()}')
+    if arg and not self.arg:
+        raise ConfigError(f'agent {self.name} takes no argument, got {spec!r}; spec: {self.usage()}')
     if self.needs_arg and not arg: raise ConfigError(f'agent {self.name} needs an argument: {self.usage()}')
     if q and not self.options: raise ConfigError(f'agent {self.name} takes no options, got {spec!r}')
     return arg or None, _options(self, spec, query)

@@ -99,7 +99,8 @@ class Reply(NamedTuple):
 
 def sendable(messages: list) -> list:
     "Messages as sent to a model: the agent's own stored reasoning is kept out."
-    return [{k: v for k, v in m.items() if k != 'reasoning_content'} if 'reasoning_content' in m else m for m in messages]
+    return [{k: v for k, v in m.items() if k != 'reasoning_content'} if 'reasoning_content' in m else m
+            for m in messages]
 
 # %% ../nbs/05b_chat.ipynb #5d0ab9ef
 REMINDER = ('You did not call a tool, so nothing happened. Act only through the tools: make an offer, accept, reject, '
@@ -111,7 +112,7 @@ class ChatLimits:
     max_turns: int = 100            # assistant replies
     max_tokens: int = 500_000       # prompt + completion tokens over the game
     max_wall_s: float = 900.0       # real seconds
-    window: int | None = None       # send only the system prompt, the opening and the last `window` messages (None: all)
+    window: int | None = None       # send the system prompt, the opening and the last `window` messages (None: all)
 
 def window_view(messages: list, window: int | None) -> list:
     "The system prompt and opening, then at most `window` trailing messages starting at an assistant message."

@@ -36,6 +36,32 @@ class _Party:
     @property
     def theirs(self) -> Offer | None: return self.eng.standing[self.opp.role]
 
+# %% ../nbs/03_engine.ipynb #b325720f
+class Engine:
+    "One game: a deterministic state machine driven by tool calls."
+    def __init__(self, scenario: Scenario, rules: Rules = Rules(), seed: int = 0):
+        self.scenario, self.rules, self.seed = scenario, rules, seed
+        L = scenario.item.listing_price
+        self.limits = Limits(max_price=int(rules.price_cap * L), max_text=rules.max_message,
+                             max_wait=rules.deadline, max_arguments=8 * rules.max_message + 1000)
+        self.parties = {r: _Party(self, r, random.Random(derive_seed(seed, 'latency', r.value))) for r in Role}
+        self.parties[Role.BUYER].opp = self.parties[Role.SELLER]
+        self.parties[Role.SELLER].opp = self.parties[Role.BUYER]
+        self._lat = (rules.latency[0], rules.latency[1] - rules.latency[0])
+        self.now, self.n_calls, self.events, self.log, self.outcome = 0.0, 0, [], [], None
+        self.standing = {Role.BUYER: None, Role.SELLER: None}
+        self.offers = {}            # every offer ever made, by id
+        self.first = Role(rules.first_mover)
+        self.turn, self.last, self.n_batches = None, None, 0
+
+    @property
+    def done(self) -> bool: return self.outcome is not None
+
+    def brief(self, role: Role) -> Brief:
+        "What `role` knows at the start (its own private number only)."
+        return Brief(role, self.scenario.reservation(role), self.scenario.item, self.scenario.tier, self.rules,
+                     self.first, derive_seed(self.seed, 'agent', role.value))
+
 # %% ../nbs/03_engine.ipynb #f2b497ea
 @patch
 def post_offer(self: _Party, price: int) -> Offer:
@@ -70,32 +96,6 @@ def sleep(self: _Party, seconds: float | None = None):
     "End the turn: wait for the opponent, or at most `seconds`."
     if seconds is None: self.status = WAITING
     else: self.status, self.until = SLEEPING, self.eng.now + seconds
-
-# %% ../nbs/03_engine.ipynb #b325720f
-class Engine:
-    "One game: a deterministic state machine driven by tool calls."
-    def __init__(self, scenario: Scenario, rules: Rules = Rules(), seed: int = 0):
-        self.scenario, self.rules, self.seed = scenario, rules, seed
-        L = scenario.item.listing_price
-        self.limits = Limits(max_price=int(rules.price_cap * L), max_text=rules.max_message,
-                             max_wait=rules.deadline, max_arguments=8 * rules.max_message + 1000)
-        self.parties = {r: _Party(self, r, random.Random(derive_seed(seed, 'latency', r.value))) for r in Role}
-        self.parties[Role.BUYER].opp = self.parties[Role.SELLER]
-        self.parties[Role.SELLER].opp = self.parties[Role.BUYER]
-        self._lat = (rules.latency[0], rules.latency[1] - rules.latency[0])
-        self.now, self.n_calls, self.events, self.log, self.outcome = 0.0, 0, [], [], None
-        self.standing = {Role.BUYER: None, Role.SELLER: None}
-        self.offers = {}            # every offer ever made, by id
-        self.first = Role(rules.first_mover)
-        self.turn, self.last, self.n_batches = None, None, 0
-
-    @property
-    def done(self) -> bool: return self.outcome is not None
-
-    def brief(self, role: Role) -> Brief:
-        "What `role` knows at the start (its own private number only)."
-        return Brief(role, self.scenario.reservation(role), self.scenario.item, self.scenario.tier, self.rules,
-                     self.first, derive_seed(self.seed, 'agent', role.value))
 
 # %% ../nbs/03_engine.ipynb #3ede6f56
 def _offer_json(o: Offer | None): return None if o is None else {'offer_id': o.id, 'price': o.price / 100}
@@ -265,7 +265,8 @@ def _no_call(self: Engine, p: _Party):
     p.invalid += 1
     self.log.append({'role': p.name, 'batch': self.n_batches, 'tool': None,
                      'result': ToolError('no_tool_call', '').result()})
-    p.update = {'ok': False, 'error': 'no_tool_call', 'message': 'call one of the tools to act; text alone does nothing'}
+    p.update = {'ok': False, 'error': 'no_tool_call',
+                'message': 'call one of the tools to act; text alone does nothing'}
     if p.invalid > self.rules.max_invalid: _end(self, EndReason.INVALID_CALLS, by=p.role)
 
 @patch

@@ -15,7 +15,19 @@ from .engine import Engine
 from .agents import Agent, AgentStop, make_agent
 
 # %% auto #0
-__all__ = ['GameResult', 'play_game', 'run_sync', 'play', 'format_game']
+__all__ = ['run_sync', 'play', 'GameResult', 'play_game', 'format_game']
+
+# %% ../nbs/04b_play.ipynb #97bfb2f9
+def run_sync(coro):
+    "Run a coroutine to completion from synchronous code."
+    try: asyncio.get_running_loop()
+    except RuntimeError: return asyncio.run(coro)
+    with ThreadPoolExecutor(1) as ex: return ex.submit(asyncio.run, coro).result()
+
+def play(scenario: Scenario, buyer: Agent | str, seller: Agent | str, rules: Rules = Rules(),
+         seed: int = 0) -> GameResult:
+    "Play one game synchronously."
+    return run_sync(play_game(scenario, buyer, seller, rules, seed))
 
 # %% ../nbs/04b_play.ipynb #103e1b7f
 @dataclass(frozen=True)
@@ -66,17 +78,6 @@ async def play_game(scenario: Scenario, buyer: Agent | str, seller: Agent | str,
     parties = {r.value: p.invalid for r, p in eng.parties.items()}
     return GameResult(scenario, eng.outcome, tuple(eng.events), eng.transcript(names, info or None), names, seed,
                       parties, msgs or None, info or None, failure or None)
-
-# %% ../nbs/04b_play.ipynb #97bfb2f9
-def run_sync(coro):
-    "Run a coroutine to completion from synchronous code."
-    try: asyncio.get_running_loop()
-    except RuntimeError: return asyncio.run(coro)
-    with ThreadPoolExecutor(1) as ex: return ex.submit(asyncio.run, coro).result()
-
-def play(scenario: Scenario, buyer: Agent | str, seller: Agent | str, rules: Rules = Rules(), seed: int = 0) -> GameResult:
-    "Play one game synchronously."
-    return run_sync(play_game(scenario, buyer, seller, rules, seed))
 
 # %% ../nbs/04b_play.ipynb #629e746c
 def _act_line(e: Event) -> str:

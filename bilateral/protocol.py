@@ -195,7 +195,8 @@ def from_fn(cls: Tool, fn, ends_turn: bool = False) -> Tool:
     if bad: raise ConfigError(f'{fn.__name__}: arguments {bad} need a kind (Price, Seconds, OfferId, Text, Message)')
     req = frozenset(p.name for p in params if p.default is inspect.Parameter.empty)
     doc = inspect.getdoc(fn)
-    return cls(fn.__name__, fn, fields, req, ends_turn, doc.split('\n\n')[0].strip(), _arg_docs(doc))
+    description = ' '.join(doc.split('\n\n')[0].split())     # the first paragraph, as one line
+    return cls(fn.__name__, fn, fields, req, ends_turn, description, _arg_docs(doc))
 
 @patch
 def schema(self: Tool) -> dict:
@@ -221,7 +222,8 @@ def openai_tools() -> list[dict]:
 # %% ../nbs/02_protocol.ipynb #ffb29405
 @tool()
 def make_offer(game, price: Price, note: Text = '') -> dict:
-    """Make a binding offer to trade at `price`. It replaces your previous offer and stands until you replace it or the other party accepts or rejects it.
+    """Make a binding offer to trade at `price`. It replaces your previous offer and stands until you replace it
+    or the other party accepts or rejects it.
 
     Args:
         price: The price in dollars, a plain number such as 120 or 99.5.

@@ -39,8 +39,8 @@ def sft_dataset(tok, conversations, max_length: int = 1536):
     return Dataset.from_dict(rows)
 
 # %% ../nbs/09b_sft.ipynb #74bc6f8c
-def train_sft(model, tok, ds, epochs: float = 3, lr: float = 3e-3, batch: int = 8, max_length: int = 1536, seed: int = 0,
-              out_dir: str | None = None):
+def train_sft(model, tok, ds, epochs: float = 3, lr: float = 3e-3, batch: int = 8, max_length: int = 1536,
+              seed: int = 0, out_dir: str | None = None):
     "Supervised fine-tuning with TRL on assistant tokens only; returns the final training loss."
     from trl import SFTConfig, SFTTrainer
     import torch
@@ -107,7 +107,8 @@ def tool_call_rate(spec: str, n_games: int = 21, seed: int = 0) -> dict:
     "Well-formed and accepted reply rates of agent `spec` against the ladder, in both roles."
     scs, k = sample_scenarios(n_games, 'mixed', seed + 1), len(LADDER)
     pairs = [(spec, LADDER[i % k]) if i % 2 == 0 else (LADDER[i % k], spec) for i in range(n_games)]
-    async def go(): return await asyncio.gather(*(play_game(sc, *p, seed=i) for i, (sc, p) in enumerate(zip(scs, pairs))))
+    async def go():
+        return await asyncio.gather(*(play_game(sc, *p, seed=i) for i, (sc, p) in enumerate(zip(scs, pairs))))
     games, tot = run_sync(go()), [0, 0, 0]
     for i, g in enumerate(games):
         for j, v in enumerate(reply_validity(g, 'buyer' if i % 2 == 0 else 'seller')): tot[j] += v
