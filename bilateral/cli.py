@@ -8,12 +8,12 @@ Docs: https://github.com/bilateral-dev/bilateral/cli.html.md"""
 from __future__ import annotations
 import argparse, json, math, sqlite3, sys
 from pathlib import Path
-from .core import *
 from .scenarios import PRESETS, load_catalogue, make_scenario, sample_scenarios
-from .engine import Rules, dumps
-from .agents import REGISTRY, format_game, make_agent, play
+from .protocol import Rules
+from .core import BilateralError, ConfigError, dumps
+from .agents import REGISTRY, make_agent
+from .play import format_game, play
 from .metrics import game_row, leaderboard
-import bilateral.strategies
 
 # %% auto #0
 __all__ = ['CliError', 'Incomplete', 'cmd_agents', 'cmd_run', 'cmd_tournament', 'cmd_report', 'cmd_view', 'cmd_reproduce',
@@ -34,8 +34,8 @@ class _Parser(argparse.ArgumentParser):
 # %% ../nbs/13_cli.ipynb #c12b6062
 def cmd_agents(a) -> str:
     "List the agent names."
-    from bilateral.agents import load_builtin_agents
-    return '\n'.join(f'{k.name:<15}{k.description}' for k in load_builtin_agents().values())
+    from bilateral.agents import load_agent_kinds
+    return '\n'.join(f'{k.name:<15}{k.description}' for k in load_agent_kinds().values())
 
 def _scenario(a):
     cat = load_catalogue(a.catalogue)
@@ -145,7 +145,7 @@ def cmd_play(a) -> str:
 
 def cmd_tiny(a) -> str:
     "Build or evaluate the tiny offline model."
-    from bilateral.tiny import build_tiny_model, tool_call_rate
+    from bilateral.sft import build_tiny_model, tool_call_rate
     if a.action == 'build':
         rep = build_tiny_model(a.dir, n_games=a.games, epochs=a.epochs, seed=a.seed)
         rep['tool_calls'] = tool_call_rate(f'hf:{a.dir}', n_games=a.eval_games)

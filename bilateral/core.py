@@ -6,14 +6,14 @@ Docs: https://github.com/bilateral-dev/bilateral/core.html.md"""
 
 # %% ../nbs/00_core.ipynb #9e28e8f4
 from __future__ import annotations
-import hashlib, math
+import hashlib, json, math
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import NamedTuple
 
 # %% auto #0
 __all__ = ['BilateralError', 'CatalogError', 'ConfigError', 'ReplayError', 'Unreachable', 'to_cents', 'to_dollars', 'fmt_money',
-           'Role', 'Item', 'Scenario', 'Offer', 'EndReason', 'Event', 'Outcome', 'derive_seed']
+           'Role', 'Item', 'Scenario', 'Offer', 'Event', 'EndReason', 'Outcome', 'derive_seed', 'dumps']
 
 # %% ../nbs/00_core.ipynb #2547bc7d
 class BilateralError(Exception):
@@ -38,7 +38,8 @@ class Unreachable(BilateralError):
 # %% ../nbs/00_core.ipynb #a9251ea3
 def to_cents(dollars: float) -> int:
     "Dollars (a finite number) -> integer cents, rounded half to even."
-    if isinstance(dollars, bool) or not isinstance(dollars, (int, float)): raise TypeError(f"not a number: {dollars!r}")
+    if isinstance(dollars, bool) or not isinstance(dollars, (int, float)):
+        raise TypeError(f"not a number: {dollars!r}")
     if not math.isfinite(dollars): raise ValueError(f"not a finite price: {dollars!r}")
     return int(round(dollars * 100))
 
@@ -46,10 +47,10 @@ def to_dollars(cents: int) -> float:
     "Integer cents -> dollars as a float (exact to the cent when printed)."
     return cents / 100
 
-def fmt_money(cents: int) -> str:
-    "Cents as `$1,234.56`."
-    sign = '-' if cents < 0 else ''
-    return f"{sign}${abs(cents) // 100:,}.{abs(cents) % 100:02d}"
+def fmt_money(cents: int, symbol: str = '$', commas: bool = True) -> str:
+    "Cents as `$1,234.56` (as the prompt writes a price: `symbol=''`, `commas=False` gives `1234.56`)."
+    sign, whole, part = '-' if cents < 0 else '', abs(cents) // 100, abs(cents) % 100
+    return f"{sign}{symbol}{whole:,}.{part:02d}" if commas else f"{sign}{symbol}{whole}.{part:02d}"
 
 # %% ../nbs/00_core.ipynb #37c308c1
 class Role(str, Enum):
@@ -98,6 +99,16 @@ class Offer(NamedTuple):
     price: int   # cents
     t: float     # simulated time it landed
 
+class Event(NamedTuple):
+    "One public action at simulated time `t`."
+    t: float
+    role: Role
+    kind: str              # offer / accept / reject / message / quit
+    offer_id: str = ''
+    price: int | None = None
+    text: str = ''
+
+# %% ../nbs/00_core.ipynb #4daa3ec1
 class EndReason(str, Enum):
     "Why a game ended."
     DEAL = 'deal'                    # an offer was accepted
@@ -116,15 +127,7 @@ class EndReason(str, Enum):
         "Does a game that ended so count in results? Every ending but `agent_error` is the play of the agents."
         return self is not EndReason.AGENT_ERROR
 
-class Event(NamedTuple):
-    "One public action at simulated time `t`."
-    t: float
-    role: Role
-    kind: str              # offer / accept / reject / message / quit
-    offer_id: str = ''
-    price: int | None = None
-    text: str = ''
-
+# %% ../nbs/00_core.ipynb #f64974cd
 @dataclass(frozen=True, slots=True)
 class Outcome:
     "How a game ended."
@@ -140,3 +143,8 @@ class Outcome:
 def derive_seed(*parts) -> int:
     "A 63-bit seed from any printable parts, stable across processes and platforms."
     return int.from_bytes(hashlib.blake2b('\x1f'.join(map(str, parts)).encode(), digest_size=8).digest(), 'little') >> 1
+
+# %% ../nbs/00_core.ipynb #ff9fd90f
+def dumps(obj) -> str:
+    "Canonical JSON: sorted keys, ASCII with escapes, no NaN, compact."
+    return json.dumps(obj, sort_keys=True, separators=(',', ':'), allow_nan=False)

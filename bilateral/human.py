@@ -6,14 +6,27 @@ Docs: https://github.com/bilateral-dev/bilateral/human.html.md"""
 
 # %% ../nbs/06e_human.ipynb #6264de0f
 from __future__ import annotations
-import json, shlex
-from typing import Callable, Iterator
-from .core import *
-from .engine import Brief, ToolCall, Observation, Rules
-from .agents import Agent, play, format_game, register_agent
+from typing import Callable
+from .core import Role, fmt_money, to_cents
+from .protocol import TOOLS, Brief, Observation, Tool, ToolCall
+from .agents import Agent, register_agent
 
 # %% auto #0
-__all__ = ['HELP', 'parse_command', 'HumanAgent']
+__all__ = ['HELP', 'tool_command', 'parse_command', 'HumanAgent']
+
+# %% ../nbs/06e_human.ipynb #9720e74d
+def tool_command(tool: Tool, rest: str) -> tuple[list[ToolCall] | None, str | None]:
+    "(calls, hint) of a tool called by its own name, arguments in field order, the last one taking the rest."
+    names = list(tool.fields)
+    vals = rest.split(maxsplit=len(names) - 1) if names and rest.strip() else []
+    if len(vals) < len(tool.required): return None, f'usage: {tool.name} {" ".join(names)}'
+    args = {}
+    for n, v in zip(names, vals):
+        if tool.fields[n].json_type == 'number':
+            try: v = float(v.replace('$', '').replace(',', ''))
+            except ValueError: return None, f'{n} must be a number, e.g. "{tool.name} 120"'
+        args[n] = v
+    return [ToolCall(tool.name, args)], None
 
 # %% ../nbs/06e_human.ipynb #e91441c4
 HELP = 'commands: offer PRICE [note] | accept | reject [reason] | say TEXT | wait [SECONDS] | status | help | quit'
@@ -39,10 +52,11 @@ def parse_command(line: str, their_offer: dict | None) -> tuple[list[ToolCall] |
         except ValueError: return None, 'wait takes a number of seconds, e.g. "wait 30"'
     if cmd == 'quit': return [ToolCall('quit_negotiation', {})], None
     if cmd in ('help', '?', 'status'): return None, cmd
+    if cmd in TOOLS: return tool_command(TOOLS[cmd], rest)
     return None, f'unknown command {cmd!r}; {HELP}'
 
 # %% ../nbs/06e_human.ipynb #929c0887
-def _money(x) -> str: return f'${x:,.2f}'
+def _money(dollars: float) -> str: return fmt_money(to_cents(dollars))
 
 class HumanAgent(Agent):
     "A person at a keyboard (or a list of commands)."

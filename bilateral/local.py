@@ -8,11 +8,10 @@ Docs: https://github.com/bilateral-dev/bilateral/local.html.md"""
 from __future__ import annotations
 import asyncio, json, re, time, weakref
 from pathlib import Path
-from urllib.parse import parse_qsl
-from .core import *
-from .engine import Brief
+from .core import ConfigError
+from .protocol import Brief
 from .agents import register_agent
-from .llm import ChatAgent, Reply, Limits, PROMPT_NAME, prompt_hash
+from .chat import PROMPT_NAME, ChatAgent, ChatLimits, Reply, prompt_hash
 
 # %% auto #0
 __all__ = ['parse_tool_calls', 'LocalModel', 'local_model', 'LocalAgent']
@@ -95,16 +94,10 @@ def local_model(path: str, batch_size: int = 16) -> LocalModel:
 # %% ../nbs/06c_local.ipynb #1e6d9f0a
 class LocalAgent(ChatAgent):
     "A local transformers model playing through its chat template."
-    def __init__(self, arg: str):
-        path, _, q = (arg or '').partition('?')
-        if not path: raise ConfigError('a local agent needs a model folder: hf:PATH')
-        opts = dict(parse_qsl(q))
-        try:
-            self.max_new, self.temp, self.batch = int(opts.get('max_new_tokens', 96)), float(opts.get('temperature', 0)), int(opts.get('batch', 16))
-            window = int(opts['window']) if 'window' in opts else None
-            super().__init__(Limits(int(opts.get('max_turns', 100)), window=window))
-        except ValueError as e: raise ConfigError(f'bad option in hf:{arg}: {e}') from None
-        self.path = path
+    def __init__(self, path: str, max_new_tokens: int = 96, temperature: float = 0.0, batch: int = 16,
+                 window: int | None = None, max_turns: int = 100):
+        super().__init__(ChatLimits(max_turns, window=window))
+        self.path, self.max_new, self.temp, self.batch = path, max_new_tokens, temperature, batch
 
     async def start(self, brief: Brief):
         await super().start(brief)
@@ -120,4 +113,6 @@ class LocalAgent(ChatAgent):
         return {'model': self.path, 'endpoint': 'local', 'prompt': PROMPT_NAME, 'prompt_hash': prompt_hash(), **self.usage,
                 'latency_s': round(self.usage['latency_s'], 4), 'cost_usd': 0.0}
 
-register_agent('hf', LocalAgent, 'a local transformers model folder: hf:PATH[?max_new_tokens=96&temperature=0&batch=16&window=N]')
+register_agent('hf', LocalAgent, 'a local transformers model folder', arg='PATH', needs_arg=True,
+               options={'max_new_tokens': int, 'temperature': float, 'batch': int, 'window': int, 'max_turns': int},
+               short=lambda a: a.rstrip('/').rsplit('/', 1)[-1])

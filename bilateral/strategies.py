@@ -7,9 +7,10 @@ Docs: https://github.com/bilateral-dev/bilateral/strategies.html.md"""
 # %% ../nbs/05_strategies.ipynb #6f3f86d5
 from __future__ import annotations
 import json, math, random
-from .core import *
-from .engine import *
-from .agents import *
+from .core import Role, fmt_money
+from .protocol import Brief, Observation, ToolCall
+from .agents import REGISTRY, Agent, register_agent
+from .play import GameResult
 
 # %% auto #0
 __all__ = ['LADDER', 'Scripted', 'TimeDependent', 'TitForTat', 'Accommodating', 'Hardliner', 'Split', 'RandomAgent',
@@ -139,7 +140,8 @@ register_agent('tit-for-tat', lambda a: TitForTat(), 'relative tit-for-tat: mirr
 register_agent('accommodating', lambda a: Accommodating(), 'concedes fast, accepts any offer within its reservation', ladder=True)
 register_agent('hardliner', lambda a: Hardliner(), 'aggressive anchor, tapering concessions, waits (patience)', ladder=True)
 register_agent('split', lambda a: Split(), 'splits the difference, accepts when close', ladder=True)
-register_agent('random', lambda a: RandomAgent(float(a) if a else 0.1), 'random legal and illegal calls (fuzzing); random:RATE sets the illegal rate')
+register_agent('random', lambda a: RandomAgent(float(a) if a else 0.1),
+               'random legal and illegal calls (fuzzing); random:RATE sets the illegal rate', arg='RATE')
 LADDER = [k for k, v in REGISTRY.items() if v.ladder]
 
 # %% ../nbs/05_strategies.ipynb #a2672786
