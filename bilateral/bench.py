@@ -6,12 +6,12 @@ Docs: https://github.com/bilateral-dev/bilateral/bench.html.md"""
 
 # %% ../nbs/14_bench.ipynb #417a1021
 from __future__ import annotations
-import asyncio, json, os, resource, subprocess, sys, tempfile, time
+import asyncio, json, resource, subprocess, sys, tempfile, time
 from .core import derive_seed
 from .scenarios import sample_scenarios
-from .engine import Rules
-from .agents import play_game, run_sync
-import bilateral.strategies
+from .protocol import Rules
+from .play import play_game, run_sync
+from .strategies import LADDER
 
 # %% auto #0
 __all__ = ['bench', 'bench_tournament', 'bench_llm']
@@ -52,10 +52,9 @@ def bench(n: int = 2000, buyer: str = 'boulware', seller: str = 'boulware', seed
 # %% ../nbs/14_bench.ipynb #54335841
 def _tournament_child(n: int, out: str) -> dict:
     from bilateral.tournament import TournamentSpec, run_tournament
-    from bilateral.report import LADDER_AGENTS
-    gpp = -(-n // len(LADDER_AGENTS) ** 2)
+    gpp = -(-n // len(LADDER) ** 2)
     t0 = time.perf_counter()
-    s = run_tournament(TournamentSpec(tuple(LADDER_AGENTS), gpp, 'mixed', 0), out, concurrency=8, progress=False)
+    s = run_tournament(TournamentSpec(tuple(LADDER), gpp, 'mixed', 0), out, concurrency=8, progress=False)
     elapsed = round(time.perf_counter() - t0, 2)
     peak = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     return {'games': s['stored'], 'seconds': elapsed, 'peak_rss_mb': peak}

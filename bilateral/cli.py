@@ -6,14 +6,15 @@ Docs: https://github.com/bilateral-dev/bilateral/cli.html.md"""
 
 # %% ../nbs/13_cli.ipynb #1c80d5bc
 from __future__ import annotations
-import argparse, json, math, sqlite3, sys
+import argparse, json, sqlite3, sys
 from pathlib import Path
 from .scenarios import PRESETS, load_catalogue, make_scenario, sample_scenarios
 from .protocol import Rules
 from .core import BilateralError, ConfigError, dumps
-from .agents import REGISTRY, make_agent
+from .agents import display_name, load_agent_kinds, make_agent
 from .play import format_game, play
-from .metrics import game_row, leaderboard
+from .metrics import format_leaderboard, game_row, leaderboard
+from .store import Store, nan_to_none
 
 # %% auto #0
 __all__ = ['CliError', 'Incomplete', 'cmd_agents', 'cmd_run', 'cmd_tournament', 'cmd_report', 'cmd_view', 'cmd_reproduce',
@@ -31,11 +32,24 @@ class Incomplete(Exception):
 class _Parser(argparse.ArgumentParser):
     def error(self, message): raise CliError(message)
 
-# %% ../nbs/13_cli.ipynb #c12b6062
+# %% ../nbs/13_cli.ipynb #08e546ff
 def cmd_agents(a) -> str:
     "List the agent names."
-    from bilateral.agents import load_agent_kinds
-    return '\n'.join(f'{k.name:<15}{k.description}' for k in load_agent_kinds().values())
+    kinds = sorted(load_agent_kinds().values(), key=lambda k: (not k.ladder, 0 if k.ladder else k.name))
+    return '\n'.join(f'{k.usage():<28}{k.description}' for k in kinds)
+
+def _add_agents(sub):
+    sub.add_parser('agents', help='list agent names').set_defaults(fn=cmd_agents)
+
+# %% ../nbs/13_cli.ipynb #358a522a
+def _add_game_options(p, item_help=None):
+    "The options that choose and time a game, shared by `run` and `play`."
+    p.add_argument('--seed', type=int, default=0)
+    p.add_argument('--preset', default='always-zopa', choices=list(PRESETS))
+    p.add_argument('--item', default=None, help=item_help)
+    p.add_argument('--catalogue', default=None)
+    p.add_argument('--deadline', type=float, default=Rules.deadline)
+    p.add_argument('--first-mover', default='buyer', choices=['buyer', 'seller'])
 
 def _scenario(a):
     cat = load_catalogue(a.catalogue)
@@ -44,8 +58,7 @@ def _scenario(a):
     if item is None: raise ConfigError(f'unknown item {a.item!r}; see the id column of the catalogue')
     return make_scenario(item, a.preset, a.seed)
 
-def _clean(d: dict) -> dict: return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
-
+# %% ../nbs/13_cli.ipynb #4ae01250
 def cmd_run(a) -> str:
     "Play one game and print it (or its summary as JSON)."
     rules = Rules(deadline=a.deadline, first_mover=a.first_mover)
@@ -54,11 +67,20 @@ def cmd_run(a) -> str:
     if r.failure: raise CliError(f"the game could not be played ({r.failure['cause']}): {r.failure['message']}")
     if not a.json: return format_game(r)
     row = game_row(r)
-    keys = ['deal', 'price', 'buyer_value', 'seller_cost', 'buyer_share', 'seller_share', 'end_reason', 'n_events', 'duration_s',
-            'buyer', 'seller', 'seed', 'item_id', 'tier', 'preset', 'listing_price', 'zopa', 'efficiency', 'ended_by']
-    return dumps(_clean({k: row[k] for k in keys}))
+    keys = ['deal', 'price', 'buyer_value', 'seller_cost', 'buyer_share', 'seller_share', 'end_reason', 'n_events',
+            'duration_s', 'buyer', 'seller', 'seed', 'item_id', 'tier', 'preset', 'listing_price', 'zopa', 'efficiency',
+            'ended_by']
+    return dumps(nan_to_none({k: row[k] for k in keys}))
 
-# %% ../nbs/13_cli.ipynb #04136b04
+def _add_run(sub):
+    r = sub.add_parser('run', help='play one game')
+    r.add_argument('--buyer', required=True)
+    r.add_argument('--seller', required=True)
+    _add_game_options(r, item_help='item id from the catalogue')
+    r.add_argument('--json', action='store_true')
+    r.set_defaults(fn=cmd_run)
+
+# %% ../nbs/13_cli.ipynb #d0a5eb69
 def _agent_limits(items: list[str]) -> dict | None:
     "`--agent-limit AGENT=K` options -> {agent: K}."
     out = {}
@@ -69,34 +91,56 @@ def _agent_limits(items: list[str]) -> dict | None:
         out[k] = int(v)
     return out or None
 
+# %% ../nbs/13_cli.ipynb #98ce6528
+def _tournament_line(s: dict, out: str) -> str:
+    "One line on a tournament from `run_tournament`'s summary `s`."
+    reasons = ', '.join(f'{k} {v}' for k, v in s['end_reasons'].items())
+    rate = f", {s['games_per_s']:.0f} games/s" if s['games_per_s'] else ''
+    return (f"{s['stored']}/{s['games']} games stored in {out} ({s['played']} played now in {s['seconds']} s{rate})"
+            f"{'; ' + reasons if reasons else ''}")
+
+# %% ../nbs/13_cli.ipynb #04136b04
 def cmd_tournament(a) -> str:
     "Play a paired round-robin into a run directory."
     from bilateral.tournament import TournamentSpec, run_tournament
-    from bilateral.metrics import format_leaderboard
-    from bilateral.store import Store
-    spec = TournamentSpec(tuple(x for x in a.agents.split(',') if x), a.games_per_pair, a.preset, a.seed, not a.no_self_play)
+    agents = tuple(x for x in a.agents.split(',') if x)
+    spec = TournamentSpec(agents, a.games_per_pair, a.preset, a.seed, not a.no_self_play)
     limits = _agent_limits(a.agent_limit)
     try: s = run_tournament(spec, a.out, concurrency=a.concurrency, agent_limits=limits, progress=not a.quiet,
                             extend=a.extend)
     except KeyboardInterrupt:
         with Store(a.out) as st: n = st.count()
-        raise CliError(f'interrupted: {n} finished games are stored in {a.out}; run the same command again to resume') from None
+        raise CliError(f'interrupted: {n} finished games are stored in {a.out}; '
+                       'run the same command again to resume') from None
     with Store(a.out, create=False) as st: lb = leaderboard(st.rows()) if st.count() else None
-    reasons = ', '.join(f'{k} {v}' for k, v in s['end_reasons'].items())
-    rate = f", {s['games_per_s']:.0f} games/s" if s['games_per_s'] else ''
-    out = (f"{s['stored']}/{s['games']} games stored in {a.out} ({s['played']} played now in {s['seconds']} s{rate})"
-           f"{'; ' + reasons if reasons else ''}")
-    if lb is not None: out += '\n' + format_leaderboard(lb)
+    out = _tournament_line(s, a.out)
+    if lb is not None: out += '\n' + format_leaderboard(lb, display_name)
     if s['failed']:
         causes = ', '.join(f'{k} {v}' for k, v in s['failures'].items())
         raise Incomplete(out, f"{s['failed']} games could not be played ({causes}); they are not scored; "
                               'run the same command again to play them')
     return out
 
+# %% ../nbs/13_cli.ipynb #9c49725c
+def _add_tournament(sub):
+    t = sub.add_parser('tournament', help='paired round-robin into a run directory (resumable)')
+    t.add_argument('--agents', required=True, help='comma-separated agent specs')
+    t.add_argument('--games-per-pair', type=int, default=10)
+    t.add_argument('--seed', type=int, default=0)
+    t.add_argument('--out', required=True, help='run directory')
+    t.add_argument('--concurrency', type=int, default=8)
+    t.add_argument('--preset', default='always-zopa', choices=list(PRESETS))
+    t.add_argument('--agent-limit', action='append', default=[], metavar='AGENT=K',
+                   help='at most K concurrent games of AGENT')
+    t.add_argument('--no-self-play', action='store_true')
+    t.add_argument('--quiet', action='store_true')
+    t.add_argument('--extend', action='store_true', help='add agents or games to the run already in --out')
+    t.set_defaults(fn=cmd_tournament)
+
+# %% ../nbs/13_cli.ipynb #4cbba761
 def cmd_report(a) -> str:
     "Tables and figures of a run directory."
     from bilateral.report import write_report
-    from bilateral.metrics import format_leaderboard
     rep = write_report(a.run_dir, n_boot=a.n_boot, figures=not a.no_figures)
     r = rep['tables']['ratings']
     ratings = '\n'.join(f"{x.agent:<15}{x.rating:8.1f}  [{x.lo:.1f}, {x.hi:.1f}]" for x in r.itertuples())
@@ -104,11 +148,20 @@ def cmd_report(a) -> str:
     causes = ', '.join(f'{k} {v}' for k, v in sm['failures'].items()) or 'none recorded'
     gap = '' if not sm['missing'] else (f"{sm['missing']} of {sm['planned']} planned games are not in the results "
                                         f'(could not be played: {causes}); they are not scored\n\n')
-    head = format_leaderboard(rep['tables']['leaderboard']) + '\n\nBradley-Terry rating (Elo scale, 95% CI)\n'
-    return gap + (head + ratings +
-            f"\n\nwrote {len(rep['tables'])} tables to {Path(a.run_dir) / 'tables'}, {len(rep['figures'])} "
-            f"figures to {Path(a.run_dir) / 'figures'}" + (f", the page {rep['page']}" if rep['page'] else ''))
+    head = format_leaderboard(rep['tables']['leaderboard'], display_name)
+    head += '\n\nBradley-Terry rating (Elo scale, 95% CI)\n'
+    d = Path(a.run_dir)
+    wrote = f"\n\nwrote {len(rep['tables'])} tables to {d / 'tables'}, {len(rep['figures'])} figures to {d / 'figures'}"
+    return gap + head + ratings + wrote + (f", the page {rep['page']}" if rep['page'] else '')
 
+def _add_report(sub):
+    rp = sub.add_parser('report', help='tables and figures of a run directory')
+    rp.add_argument('run_dir')
+    rp.add_argument('--n-boot', type=int, default=1000)
+    rp.add_argument('--no-figures', action='store_true')
+    rp.set_defaults(fn=cmd_report)
+
+# %% ../nbs/13_cli.ipynb #efd07fd9
 def cmd_view(a) -> str:
     "The run's self-contained HTML page."
     from bilateral.view import write_view
@@ -117,32 +170,56 @@ def cmd_view(a) -> str:
     p = write_view(a.run_dir, a.out, n_boot=a.n_boot)
     return f'wrote {p} ({p.stat().st_size / 1e6:.1f} MB): open it in a browser, no network needed'
 
+def _add_view(sub):
+    v = sub.add_parser('view', help='one self-contained HTML page of a run: leaderboard, charts, every game')
+    v.add_argument('run_dir')
+    v.add_argument('--out', default=None, help='the page to write (default RUN_DIR/report.html)')
+    v.add_argument('--n-boot', type=int, default=200)
+    v.set_defaults(fn=cmd_view)
+
+# %% ../nbs/13_cli.ipynb #af74e05a
 def cmd_reproduce(a) -> str:
     "Run the experiment notebooks of a profile."
-    from bilateral.report import reproduce
+    from bilateral.report import PROFILES, reproduce
     try: import papermill
     except ImportError: raise CliError('reproduce needs papermill: pip install "bilateral[pipeline]"') from None
     over = {k: v for k, v in (('games_per_pair', a.games_per_pair), ('seed', a.seed)) if v is not None}
     d = reproduce(a.profile, a.out, progress=not a.quiet, **over)
-    from bilateral.metrics import format_leaderboard
-    from bilateral.store import Store
-    from bilateral.report import PROFILES
     out = [f'profile {a.profile}: executed notebooks, tables and figures in {d}']
     for stage in PROFILES[a.profile]['stages']:
         with Store(d / stage['name'], create=False) as st: lb = leaderboard(st.rows())
-        out += [f"\n{stage['name'] or 'main'} stage ({d / stage['name']}):", format_leaderboard(lb)]
+        out += [f"\n{stage['name'] or 'main'} stage ({d / stage['name']}):", format_leaderboard(lb, display_name)]
     return '\n'.join(out)
 
+def _add_reproduce(sub):
+    rr = sub.add_parser('reproduce', help='run the experiment notebooks of a profile through papermill')
+    rr.add_argument('--profile', default='offline', choices=['smoke', 'offline', 'paper'])
+    rr.add_argument('--out', default=None)
+    rr.add_argument('--games-per-pair', type=int, default=None)
+    rr.add_argument('--seed', type=int, default=None)
+    rr.add_argument('--quiet', action='store_true')
+    rr.set_defaults(fn=cmd_reproduce)
+
+# %% ../nbs/13_cli.ipynb #b677e54b
 def cmd_play(a) -> str:
     "Play a game yourself in the terminal."
     from bilateral.human import HumanAgent
     make_agent(a.opponent)
     rules = Rules(deadline=a.deadline, first_mover=a.first_mover)
-    me, other = HumanAgent(), a.opponent
+    me = HumanAgent()
+    other = a.opponent
     b, s = (me, other) if a.role == 'buyer' else (other, me)
     r = play(_scenario(a), b, s, rules, a.seed)
     return '\n' + format_game(r)
 
+def _add_play(sub):
+    h = sub.add_parser('play', help='play a game yourself in the terminal')
+    h.add_argument('--role', default='buyer', choices=['buyer', 'seller'])
+    h.add_argument('--opponent', default='hardliner')
+    _add_game_options(h)
+    h.set_defaults(fn=cmd_play)
+
+# %% ../nbs/13_cli.ipynb #47f5dee8
 def cmd_tiny(a) -> str:
     "Build or evaluate the tiny offline model."
     from bilateral.sft import build_tiny_model, tool_call_rate
@@ -152,72 +229,70 @@ def cmd_tiny(a) -> str:
     else: rep = {'tool_calls': tool_call_rate(f'hf:{a.dir}', n_games=a.eval_games)}
     return json.dumps(rep, indent=1)
 
+def _add_tiny(sub):
+    tm = sub.add_parser('tiny-model', help='build or evaluate the tiny offline model')
+    tm.add_argument('action', choices=['build', 'eval'])
+    tm.add_argument('dir')
+    tm.add_argument('--games', type=int, default=100, help='ladder games whose conversations are the SFT data')
+    tm.add_argument('--epochs', type=float, default=3)
+    tm.add_argument('--seed', type=int, default=0)
+    tm.add_argument('--eval-games', type=int, default=14)
+    tm.set_defaults(fn=cmd_tiny)
+
+# %% ../nbs/13_cli.ipynb #3c70c023
+def _bench_text(b: dict) -> str:
+    "The engine benchmark of `bench.bench`, in three lines."
+    return (f"{b['pairing']}: {b['games']} games, {b['events']} events in {b['seconds']} s on one core\n"
+            f"{b['games_per_s']:.0f} games/s, {b['events_per_s']:,} events/s ({b['events_per_game']} events/game)\n"
+            f"reference loop: {b['reference_events_per_s']:,} events/s; engine overhead ratio {b['overhead_ratio']}x")
+
+# %% ../nbs/13_cli.ipynb #0f785a23
+def _bench_llm_text(rows: list[dict]) -> str:
+    "One line per concurrency K of `bench.bench_llm`."
+    return '\n'.join(f"K={r['k']:>4}: {r['calls']} calls in {r['seconds']} s = {r['calls_per_s']} calls/s; "
+                     f"ideal {r['ideal_per_s']:.0f}/s; "
+                     f"{100 * r['share_of_ideal']:.1f}% of ideal ({r['errors']} games ended abnormally)" for r in rows)
+
+def _bench_tournament_text(rows: list[dict]) -> str:
+    "One line per tournament size of `bench.bench_tournament`."
+    return '\n'.join(f"{r['games']:>6} games with metrics and store writes: {r['seconds']:>6} s "
+                     f"({r['games'] / r['seconds']:.0f} games/s), peak memory {r['peak_rss_mb']} MB" for r in rows)
+
+# %% ../nbs/13_cli.ipynb #3b40c20a
 def cmd_bench(a) -> str:
     "Engine speed on scripted games."
     from bilateral.bench import bench
     make_agent(a.buyer), make_agent(a.seller)
     if a.llm:
         from bilateral.bench import bench_llm
-        rows = bench_llm([int(x) for x in a.llm.split(',')])
-        return '\n'.join(f"K={r['k']:>4}: {r['calls']} calls in {r['seconds']} s = {r['calls_per_s']} calls/s; ideal {r['ideal_per_s']:.0f}/s; "
-                         f"{100 * r['share_of_ideal']:.1f}% of ideal ({r['errors']} games ended abnormally)" for r in rows)
+        return _bench_llm_text(bench_llm([int(x) for x in a.llm.split(',')]))
     if a.tournament:
         from bilateral.bench import bench_tournament
-        rows = bench_tournament([int(x) for x in a.tournament.split(',')])
-        return '\n'.join(f"{r['games']:>6} games with metrics and store writes: {r['seconds']:>6} s ({r['games'] / r['seconds']:.0f} games/s), peak memory {r['peak_rss_mb']} MB" for r in rows)
-    b = bench(a.games, a.buyer, a.seller, a.seed)
-    return (f"{b['pairing']}: {b['games']} games, {b['events']} events in {b['seconds']} s on one core\n"
-            f"{b['games_per_s']:.0f} games/s, {b['events_per_s']:,} events/s ({b['events_per_game']} events/game)\n"
-            f"reference loop: {b['reference_events_per_s']:,} events/s; engine overhead ratio {b['overhead_ratio']}x")
+        return _bench_tournament_text(bench_tournament([int(x) for x in a.tournament.split(',')]))
+    return _bench_text(bench(a.games, a.buyer, a.seller, a.seed))
 
-# %% ../nbs/13_cli.ipynb #f5f53699
+def _add_bench(sub):
+    b = sub.add_parser('bench', help='engine speed')
+    b.add_argument('--games', type=int, default=2000)
+    b.add_argument('--buyer', default='boulware')
+    b.add_argument('--seller', default='boulware')
+    b.add_argument('--seed', type=int, default=0)
+    b.add_argument('--tournament', default=None, metavar='N,N,...',
+                   help='instead: ladder tournaments of these sizes, with store')
+    b.add_argument('--llm', default=None, metavar='K,K,...',
+                   help='instead: K concurrent games against a local endpoint with 200 ms latency')
+    b.set_defaults(fn=cmd_bench)
+
+# %% ../nbs/13_cli.ipynb #de2cbe08
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog='bilateral', description='Bilateral bargaining with private information.')
     sub = p.add_subparsers(dest='cmd', required=True, parser_class=_Parser)
-    sub.add_parser('agents', help='list agent names').set_defaults(fn=cmd_agents)
-    r = sub.add_parser('run', help='play one game')
-    r.add_argument('--buyer', required=True); r.add_argument('--seller', required=True)
-    r.add_argument('--seed', type=int, default=0); r.add_argument('--preset', default='always-zopa', choices=list(PRESETS))
-    r.add_argument('--item', default=None, help='item id from the catalogue'); r.add_argument('--catalogue', default=None)
-    r.add_argument('--deadline', type=float, default=Rules.deadline); r.add_argument('--first-mover', default='buyer', choices=['buyer', 'seller'])
-    r.add_argument('--json', action='store_true'); r.set_defaults(fn=cmd_run)
-    t = sub.add_parser('tournament', help='paired round-robin into a run directory (resumable)')
-    t.add_argument('--agents', required=True, help='comma-separated agent specs'); t.add_argument('--games-per-pair', type=int, default=10)
-    t.add_argument('--seed', type=int, default=0); t.add_argument('--out', required=True, help='run directory')
-    t.add_argument('--concurrency', type=int, default=8); t.add_argument('--preset', default='always-zopa', choices=list(PRESETS))
-    t.add_argument('--agent-limit', action='append', default=[], metavar='AGENT=K', help='at most K concurrent games of AGENT')
-    t.add_argument('--no-self-play', action='store_true'); t.add_argument('--quiet', action='store_true')
-    t.add_argument('--extend', action='store_true', help='add agents or games to the run already in --out')
-    t.set_defaults(fn=cmd_tournament)
-    rp = sub.add_parser('report', help='tables and figures of a run directory')
-    rp.add_argument('run_dir'); rp.add_argument('--n-boot', type=int, default=1000); rp.add_argument('--no-figures', action='store_true')
-    rp.set_defaults(fn=cmd_report)
-    v = sub.add_parser('view', help='one self-contained HTML page of a run: leaderboard, charts, every game')
-    v.add_argument('run_dir')
-    v.add_argument('--out', default=None, help='the page to write (default RUN_DIR/report.html)')
-    v.add_argument('--n-boot', type=int, default=200); v.set_defaults(fn=cmd_view)
-    rr = sub.add_parser('reproduce', help='run the experiment notebooks of a profile through papermill')
-    rr.add_argument('--profile', default='offline', choices=['smoke', 'offline', 'paper']); rr.add_argument('--out', default=None)
-    rr.add_argument('--games-per-pair', type=int, default=None); rr.add_argument('--seed', type=int, default=None)
-    rr.add_argument('--quiet', action='store_true'); rr.set_defaults(fn=cmd_reproduce)
-    h = sub.add_parser('play', help='play a game yourself in the terminal')
-    h.add_argument('--role', default='buyer', choices=['buyer', 'seller']); h.add_argument('--opponent', default='hardliner')
-    h.add_argument('--seed', type=int, default=0); h.add_argument('--preset', default='always-zopa', choices=list(PRESETS))
-    h.add_argument('--item', default=None); h.add_argument('--catalogue', default=None)
-    h.add_argument('--deadline', type=float, default=Rules.deadline); h.add_argument('--first-mover', default='buyer', choices=['buyer', 'seller'])
-    h.set_defaults(fn=cmd_play)
-    tm = sub.add_parser('tiny-model', help='build or evaluate the tiny offline model')
-    tm.add_argument('action', choices=['build', 'eval']); tm.add_argument('dir')
-    tm.add_argument('--games', type=int, default=100, help='ladder games whose conversations are the SFT data')
-    tm.add_argument('--epochs', type=float, default=3); tm.add_argument('--seed', type=int, default=0)
-    tm.add_argument('--eval-games', type=int, default=14); tm.set_defaults(fn=cmd_tiny)
-    b = sub.add_parser('bench', help='engine speed')
-    b.add_argument('--games', type=int, default=2000); b.add_argument('--buyer', default='boulware'); b.add_argument('--seller', default='boulware')
-    b.add_argument('--seed', type=int, default=0); b.add_argument('--tournament', default=None, metavar='N,N,...', help='instead: ladder tournaments of these sizes, with store')
-    b.add_argument('--llm', default=None, metavar='K,K,...', help='instead: K concurrent games against a local endpoint with 200 ms latency')
-    b.set_defaults(fn=cmd_bench)
+    adds = (_add_agents, _add_run, _add_tournament, _add_report, _add_view, _add_reproduce, _add_play, _add_tiny,
+            _add_bench)
+    for add in adds: add(sub)
     return p
 
+# %% ../nbs/13_cli.ipynb #0dc5f502
 def main(argv: list[str] | None = None) -> int:
     "Entry point of the `bilateral` script: exit 0 done, 2 an error (one line), 3 done with games left unplayed."
     try:

@@ -14,13 +14,12 @@ import numpy as np
 import pandas as pd
 from .core import Role, Scenario, Outcome
 from .scenarios import zopa_bucket
-from .engine import *
-from .agents import *
+from .play import GameResult
 
 # %% auto #0
 __all__ = ['OUTCOME_METRICS', 'BEHAVIOUR_METRICS', 'METRICS', 'MEASURES', 'Metric', 'GameFacts', 'gather_facts',
            'outcome_metrics', 'behaviours', 'role_behaviour', 'game_row', 'role_table', 'bootstrap_ci',
-           'default_measures', 'aggregate', 'leaderboard', 'short_name', 'format_leaderboard']
+           'default_measures', 'aggregate', 'leaderboard', 'format_leaderboard']
 
 # %% ../nbs/07_metrics.ipynb #e6c09266
 _KINDS = ('outcome', 'behaviour', 'table')
@@ -319,25 +318,15 @@ def leaderboard(rows: list[dict] | pd.DataFrame, n_boot: int = 1000, seed: int =
     agg = aggregate(role_table(rows, metrics), by=('agent', 'role'), measures=board, n_boot=n_boot, seed=seed)
     return agg.sort_values(['role', 'share'], ascending=[True, False]).reset_index(drop=True)
 
-# %% ../nbs/07_metrics.ipynb #d72aa4cd
-def short_name(spec: str, width: int = 22) -> str:
-    "A short display name for an agent spec: options dropped, a model folder by its last part."
-    name, _, arg = str(spec).partition(':')
-    arg = arg.partition('?')[0]
-    if name == 'hf': arg = arg.rstrip('/').rsplit('/', 1)[-1]
-    if name == 'openai': arg = arg.partition('@')[0].rstrip('/').rsplit('/', 1)[-1]
-    s = f'{name}:{arg}' if arg else name
-    return s if len(s) <= width else s[:width - 1] + '~'
-
 # %% ../nbs/07_metrics.ipynb #703bbc90
 _HEADER = (f"{'role':<7}{'agent':<23}{'games':>6}  {'share [95% CI]':<24}{'share|deal':>11}{'deal rate':>11}"
            f"{'IR viol.':>10}{'invalid/g':>10}")
 
-def format_leaderboard(lb: pd.DataFrame) -> str:
-    "A leaderboard as a fixed-width text table with intervals."
+def format_leaderboard(lb: pd.DataFrame, name: Callable = str) -> str:
+    "A leaderboard as a fixed-width text table with intervals; `name` shortens an agent spec for display."
     lines = [_HEADER]
     for _, r in lb.iterrows():
         ci = f"{r['share']:.3f} [{r['share_lo']:.3f}, {r['share_hi']:.3f}]"
-        lines.append(f"{r['role']:<7}{short_name(r['agent']):<23}{r['games']:>6}  {ci:<24}{r['share_if_deal']:>11.3f}"
+        lines.append(f"{r['role']:<7}{name(r['agent']):<23}{r['games']:>6}  {ci:<24}{r['share_if_deal']:>11.3f}"
                      f"{r['deal']:>11.3f}{r['ir_violation']:>10.3f}{r['invalid_calls']:>10.2f}")
     return '\n'.join(lines)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import altair as alt
 from .core import BilateralError, ConfigError
-from .engine import dumps
+from .strategies import LADDER
 from .store import Store, StoreError
 from .metrics import leaderboard
 from . import plots
@@ -20,7 +20,7 @@ from .view import write_view, run_info
 from .analysis import paired_comparison, bradley_terry, breakdown, behaviour, tier_spread
 
 # %% auto #0
-__all__ = ['MAX_BOOT', 'LADDER_AGENTS', 'TINY_SPEC', 'PROFILES', 'EXPERIMENTS', 'report_tables', 'report_figures', 'write_report',
+__all__ = ['MAX_BOOT', 'TINY_SPEC', 'PROFILES', 'EXPERIMENTS', 'report_tables', 'report_figures', 'write_report',
            'experiment_path', 'reproduce']
 
 # %% ../nbs/12_report.ipynb #010b5eeb
@@ -94,15 +94,14 @@ def write_report(run_dir: str | Path, n_boot: int = 1000, figures: bool = True) 
     return {'tables': tables, 'figures': figs, 'exports': exports, 'summary': summary, 'page': page}
 
 # %% ../nbs/12_report.ipynb #80dd6f66
-LADDER_AGENTS = ['boulware', 'linear', 'conceder', 'tit-for-tat', 'accommodating', 'hardliner', 'split']
 TINY_SPEC = 'hf:{tiny}?window=4'
 PROFILES = {
     'smoke': {'concurrency': 4, 'n_boot': 200, 'stages': [
         {'name': '', 'agents': ['boulware', 'conceder', 'hardliner'], 'games_per_pair': 4, 'preset': 'mixed',
          'seed': 0, 'self_play': True}]},
     'offline': {'concurrency': 16, 'n_boot': 1000, 'tiny': {'n_games': 80, 'epochs': 2}, 'stages': [
-        {'name': '', 'agents': LADDER_AGENTS, 'games_per_pair': 103, 'preset': 'mixed', 'seed': 0, 'self_play': True},
-        {'name': 'tiny', 'agents': [TINY_SPEC] + LADDER_AGENTS, 'games_per_pair': 3, 'preset': 'mixed', 'seed': 0,
+        {'name': '', 'agents': LADDER, 'games_per_pair': 103, 'preset': 'mixed', 'seed': 0, 'self_play': True},
+        {'name': 'tiny', 'agents': [TINY_SPEC] + LADDER, 'games_per_pair': 3, 'preset': 'mixed', 'seed': 0,
          'self_play': False}]},
     'paper': {'concurrency': 32, 'n_boot': 1000, 'stages': [
         {'name': '', 'agents': ['openai:gpt-4.1', 'openai:o4-mini',

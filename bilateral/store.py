@@ -13,7 +13,7 @@ from typing import Iterator
 import pandas as pd
 from fastcore.basics import patch
 from .core import BilateralError
-from .engine import dumps
+from .core import dumps
 
 # %% auto #0
 __all__ = ['SCHEMA', 'StoreError', 'nan_to_none', 'Store']

@@ -16,8 +16,10 @@ from fastcore.basics import patch
 from tqdm.auto import tqdm
 from .core import BilateralError, ConfigError, Scenario, derive_seed
 from .scenarios import sample_scenarios, default_catalogue, PRESETS
-from .engine import Rules, dumps
-from .agents import *
+from .protocol import Rules
+from .core import dumps
+from .agents import make_agent
+from .play import GameResult, play_game, run_sync
 from .metrics import game_row, leaderboard
 from .store import Store
 

@@ -13,9 +13,10 @@ import pandas as pd
 import altair as alt
 import vl_convert as vlc
 from . import __version__
-from .engine import dumps
+from .core import dumps
 from .store import Store, StoreError
-from .metrics import leaderboard, short_name
+from .metrics import leaderboard
+from .agents import display_name
 from .analysis import bradley_terry, breakdown
 from .tournament import TournamentSpec
 from . import plots
@@ -220,7 +221,7 @@ def pair_chart(rows: pd.DataFrame) -> alt.Chart:
     "Buyer x seller map of the buyer's mean share; a click selects the pair (the page filters its games)."
     df = rows.groupby(['buyer', 'seller'], as_index=False).agg(
         buyer_share=('buyer_share', 'mean'), deal=('deal', 'mean'), games=('deal', 'size'))
-    df['buyer'], df['seller'] = df['buyer'].map(short_name), df['seller'].map(short_name)
+    df['buyer'], df['seller'] = df['buyer'].map(display_name), df['seller'].map(display_name)
     sel = alt.selection_point(name='pair', fields=['buyer', 'seller'])
     scale = alt.Scale(scheme='redblue', domain=[0, 1], clamp=True)
     tooltip = ['buyer', 'seller', 'games', alt.Tooltip('buyer_share:Q', format='.3f'),
@@ -250,7 +251,7 @@ def game_table(rows: pd.DataFrame) -> dict:
     out = []
     for r in df[SUMMARY_COLS].itertuples(index=False):
         rec = [_num(x) for x in r]
-        rec[1], rec[2] = short_name(rec[1]), short_name(rec[2])
+        rec[1], rec[2] = display_name(rec[1]), display_name(rec[2])
         out.append(rec)
     return {'cols': SUMMARY_COLS, 'rows': out}
 
@@ -285,7 +286,7 @@ def game_chunks(store: Store, ids: list[str]) -> tuple[list[str], dict, pd.DataF
 # %% ../nbs/12b_view.ipynb #ce25f335
 def view_charts(rows: pd.DataFrame, tables: dict, curves: pd.DataFrame, n_boot: int = 200) -> dict[str, dict]:
     "Vega-Lite specs of the page's charts, data inlined (`tables`: the leaderboard and the share by tier)."
-    short = lambda df: df.assign(agent=df['agent'].map(short_name))
+    short = lambda df: df.assign(agent=df['agent'].map(display_name))
     charts = {
         'pairs': pair_chart(rows),
         'leaderboard': plots.leaderboard_chart(short(tables['leaderboard'])),
@@ -315,7 +316,7 @@ def run_info(store: Store, rows: pd.DataFrame) -> dict:
 # %% ../nbs/12b_view.ipynb #6f729576
 def _frame(df: pd.DataFrame, cols: list[str]) -> dict:
     "A table for the page: column names once, rows of JSON-safe cells."
-    df = df.assign(agent=df['agent'].map(short_name)) if 'agent' in df else df
+    df = df.assign(agent=df['agent'].map(display_name)) if 'agent' in df else df
     return {'cols': cols, 'rows': [[_num(x) for x in r] for r in df[cols].itertuples(index=False)]}
 
 # %% ../nbs/12b_view.ipynb #cece809c
@@ -326,7 +327,7 @@ def _script_json(obj) -> str:
 # %% ../nbs/12b_view.ipynb #6e9566af
 def _page_body(data: dict) -> str:
     "The page's skeleton: the script fills it from the data."
-    title = _esc(', '.join(map(short_name, (data['run']['spec'] or {}).get('agents', []))))
+    title = _esc(', '.join(map(display_name, (data['run']['spec'] or {}).get('agents', []))))
     charts = ''.join(f'<div class="card" id="chart-{k}"></div>' for k in data['charts'] if k != 'pairs')
     note = ('surplus share per role with its 95% bootstrap interval (share_lo, share_hi); '
             'games that could not be played are not in it')

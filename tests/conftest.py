@@ -7,7 +7,7 @@ sys.path.insert(0, str(ROOT / 'tools'))
 # never the user's cache
 os.environ.setdefault('BILATERAL_CACHE', str(Path(tempfile.mkdtemp(prefix='bilateral-test-cache-')) / 'llm.sqlite'))
 import bilateral.strategies  # registers the ladder
-from bilateral.engine import ToolCall
+from bilateral.protocol import ToolCall
 
 def drive(eng, script):
     """Play `script` on the engine `eng`: (role, calls) batches, each call a tuple of `ToolCall` arguments, checking
@@ -27,7 +27,7 @@ def root(): return ROOT
 def tiny_model(tmp_path_factory):
     "The tiny offline model, built once per test session with the default settings."
     import json
-    from bilateral.tiny import build_tiny_model
+    from bilateral.sft import build_tiny_model
     pre = os.environ.get('BILATERAL_TEST_TINY_MODEL')   # a model built earlier with the defaults, to iterate faster
     report = Path(pre) / 'bilateral_tiny.json' if pre else None
     if report and report.exists(): return Path(pre), json.loads(report.read_text())

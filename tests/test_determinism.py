@@ -2,8 +2,9 @@
 import itertools, json
 import pytest
 from bilateral.core import ReplayError
-from bilateral.engine import dumps, replay
-from bilateral.agents import play
+from bilateral.core import dumps
+from bilateral.engine import replay
+from bilateral.play import play
 from bilateral.scenarios import sample_scenarios
 from bilateral.strategies import LADDER
 from make_golden import GOLDEN, golden_game, name

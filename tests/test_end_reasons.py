@@ -2,7 +2,9 @@
 import pytest
 from bilateral.core import *
 from bilateral.engine import *
-from bilateral.agents import Agent, play
+from bilateral.protocol import *
+from bilateral.agents import Agent
+from bilateral.play import play
 from conftest import drive
 
 ITEM = Item('lamp', 'Desk lamp', 'home', 'An LED desk lamp.', 5000, 4000, 6000)

@@ -6,8 +6,9 @@ import json, os, sqlite3, subprocess, sys, time
 from pathlib import Path
 import pandas as pd
 import pytest
-from bilateral.agents import play_game, run_sync
-from bilateral.engine import dumps, replay
+from bilateral.play import play_game, run_sync
+from bilateral.core import dumps
+from bilateral.engine import replay
 from bilateral.fakeserver import FAULTS
 from bilateral.scenarios import sample_scenarios
 from bilateral.store import Store

@@ -8,7 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from bilateral.core import Item, Scenario
 from bilateral.protocol import TOOLS, ToolError, validate_call
-from bilateral.engine import Engine, Rules, ToolCall, dumps, replay
+from bilateral.engine import Engine, replay
+from bilateral.protocol import Rules, ToolCall
+from bilateral.core import dumps
 
 EXAMPLES = int(os.environ.get('BILATERAL_FUZZ_EXAMPLES', '150'))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))

@@ -1,7 +1,7 @@
 "Properties of the scripted ladder over many seeded games."
 import itertools
 import numpy as np
-from bilateral.agents import play
+from bilateral.play import play
 from bilateral.metrics import game_row, role_table
 from bilateral.scenarios import sample_scenarios, PRESETS
 from bilateral.strategies import LADDER, reservation_breaches

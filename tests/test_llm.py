@@ -4,7 +4,7 @@ import asyncio, json, os, sqlite3, subprocess, sys, zlib
 from pathlib import Path
 import pytest
 from bilateral.core import EndReason
-from bilateral.agents import play, play_game, run_sync
+from bilateral.play import play, play_game, run_sync
 from bilateral.scenarios import sample_scenarios, Scenario
 from bilateral.tournament import TournamentSpec, run_tournament
 from bilateral.store import Store

@@ -2,8 +2,9 @@
 import math
 import pytest
 from bilateral.core import *
-from bilateral.engine import Engine, Rules, ToolCall
-from bilateral.agents import GameResult
+from bilateral.engine import Engine
+from bilateral.protocol import Rules, ToolCall
+from bilateral.play import GameResult
 from bilateral.metrics import outcome_metrics, role_behaviour, game_row, bootstrap_ci, leaderboard
 from conftest import drive
 

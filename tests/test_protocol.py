@@ -4,6 +4,7 @@ import pytest
 from bilateral.core import *
 from bilateral.protocol import ERROR_CODES, TOOLS, ToolError, validate_call, openai_tools, Limits
 from bilateral.engine import *
+from bilateral.protocol import *
 from conftest import drive
 
 ITEM = Item('lamp', 'Desk lamp', 'home', 'An LED desk lamp.', 5000, 4000, 6000)

@@ -3,7 +3,7 @@
 import json, subprocess, sys, time, urllib.request
 from pathlib import Path
 import pytest
-from bilateral.tiny import tool_call_rate, TINY_WINDOW
+from bilateral.sft import tool_call_rate, TINY_WINDOW
 from bilateral.tournament import TournamentSpec, run_tournament
 from bilateral.store import Store
 from bilateral.fakeserver import free_port
@@ -90,7 +90,7 @@ def test_full_history_tiny_model_behind_transformers_serve_finishes_every_game(s
 def test_local_agent_batches_concurrent_games(tiny_model):
     "Concurrent games on one local model share generate() calls."
     import asyncio
-    from bilateral.agents import play_game, run_sync
+    from bilateral.play import play_game, run_sync
     from bilateral.scenarios import sample_scenarios
     from bilateral import local
     d, _ = tiny_model

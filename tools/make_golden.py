@@ -1,8 +1,8 @@
 """Regenerate the golden transcripts in data/golden/ (only after an intended change of the game's semantics)."""
 import json
 from pathlib import Path
-from bilateral.agents import play
-from bilateral.engine import dumps
+from bilateral.play import play
+from bilateral.core import dumps
 from bilateral.scenarios import sample_scenarios
 import bilateral.strategies
 
