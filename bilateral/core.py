@@ -28,6 +28,7 @@ class ConfigError(BilateralError):
 class ReplayError(BilateralError):
     "A stored transcript does not reproduce when re-run through the engine."
 
+# %% ../nbs/00_core.ipynb #c0e1a003
 class Unreachable(BilateralError):
     """A game cannot be played: its model could not be reached. Such a game is recorded with `cause`, never scored,
     and played again by the next run; a `fatal` cause (a refused key, an unknown model) stops the whole run."""
@@ -43,10 +44,12 @@ def to_cents(dollars: float) -> int:
     if not math.isfinite(dollars): raise ValueError(f"not a finite price: {dollars!r}")
     return int(round(dollars * 100))
 
+# %% ../nbs/00_core.ipynb #c0e1a006
 def to_dollars(cents: int) -> float:
     "Integer cents -> dollars as a float (exact to the cent when printed)."
     return cents / 100
 
+# %% ../nbs/00_core.ipynb #c0e1a009
 def fmt_money(cents: int, symbol: str = '$', commas: bool = True) -> str:
     "Cents as `$1,234.56` (as the prompt writes a price: `symbol=''`, `commas=False` gives `1234.56`)."
     sign, whole, part = '-' if cents < 0 else '', abs(cents) // 100, abs(cents) % 100
@@ -74,6 +77,7 @@ class Item:
     low_price: int      # typical low transaction price
     high_price: int     # typical high transaction price
 
+# %% ../nbs/00_core.ipynb #c0e1a012
 @dataclass(frozen=True, slots=True)
 class Scenario:
     "One game's setting: the item, the private value and cost, and analysis labels."
@@ -99,6 +103,7 @@ class Offer(NamedTuple):
     price: int   # cents
     t: float     # simulated time it landed
 
+# %% ../nbs/00_core.ipynb #c0e1a016
 class Event(NamedTuple):
     "One public action at simulated time `t`."
     t: float

@@ -7,6 +7,7 @@ Docs: https://github.com/bilateral-dev/bilateral/human.html.md"""
 # %% ../nbs/06e_human.ipynb #6264de0f
 from __future__ import annotations
 from typing import Callable
+from fastcore.basics import patch
 from .core import Role, fmt_money, to_cents
 from .protocol import TOOLS, Brief, Observation, Tool, ToolCall
 from .agents import Agent, register_agent
@@ -28,6 +29,29 @@ def tool_command(tool: Tool, rest: str) -> tuple[list[ToolCall] | None, str | No
         args[n] = v
     return [ToolCall(tool.name, args)], None
 
+# %% ../nbs/06e_human.ipynb #b7c1e002
+def _offer(rest: str) -> tuple[list[ToolCall] | None, str | None]:
+    "`offer PRICE [note]`: a binding offer, then wait for the reply."
+    head, _, note = rest.partition(' ')
+    try: price = float(head.replace('$', '').replace(',', ''))
+    except ValueError: return None, 'offer needs a price, e.g. "offer 120"'
+    offer = ToolCall('make_offer', {'price': price, **({'note': note} if note else {})})
+    return [offer, ToolCall('wait_for_response', {})], None
+
+# %% ../nbs/06e_human.ipynb #b7c1e005
+def _answer(cmd: str, rest: str, their_offer: dict | None) -> tuple[list[ToolCall] | None, str | None]:
+    "`accept`, or `reject [reason]`: answer the other side's standing offer."
+    if not their_offer: return None, 'the other side has no standing offer to ' + cmd
+    args = {'offer_id': their_offer['offer_id'], **({'reason': rest} if cmd == 'reject' and rest else {})}
+    return [ToolCall(f'{cmd}_offer', args)], None
+
+# %% ../nbs/06e_human.ipynb #b7c1e008
+def _wait(rest: str) -> tuple[list[ToolCall] | None, str | None]:
+    "`wait [SECONDS]`: end the turn."
+    if not rest: return [ToolCall('wait_for_response', {})], None
+    try: return [ToolCall('wait', {'seconds': float(rest)})], None
+    except ValueError: return None, 'wait takes a number of seconds, e.g. "wait 30"'
+
 # %% ../nbs/06e_human.ipynb #e91441c4
 HELP = 'commands: offer PRICE [note] | accept | reject [reason] | say TEXT | wait [SECONDS] | status | help | quit'
 
@@ -36,20 +60,12 @@ def parse_command(line: str, their_offer: dict | None) -> tuple[list[ToolCall] |
     words = line.strip().split(maxsplit=1)
     if not words: return None, HELP
     cmd, rest = words[0].lower(), (words[1] if len(words) > 1 else '')
-    if cmd == 'offer':
-        head, _, note = rest.partition(' ')
-        try: price = float(head.replace('$', '').replace(',', ''))
-        except ValueError: return None, 'offer needs a price, e.g. "offer 120"'
-        return [ToolCall('make_offer', {'price': price, **({'note': note} if note else {})}), ToolCall('wait_for_response', {})], None
-    if cmd in ('accept', 'reject'):
-        if not their_offer: return None, 'the other side has no standing offer to ' + cmd
-        args = {'offer_id': their_offer['offer_id'], **({'reason': rest} if cmd == 'reject' and rest else {})}
-        return [ToolCall(f'{cmd}_offer', args)], None
-    if cmd == 'say': return ([ToolCall('send_message', {'text': rest})], None) if rest else (None, 'say what? e.g. "say that is my best price"')
-    if cmd == 'wait':
-        if not rest: return [ToolCall('wait_for_response', {})], None
-        try: return [ToolCall('wait', {'seconds': float(rest)})], None
-        except ValueError: return None, 'wait takes a number of seconds, e.g. "wait 30"'
+    if cmd == 'offer': return _offer(rest)
+    if cmd in ('accept', 'reject'): return _answer(cmd, rest, their_offer)
+    if cmd == 'say':
+        if rest: return [ToolCall('send_message', {'text': rest})], None
+        return None, 'say what? e.g. "say that is my best price"'
+    if cmd == 'wait': return _wait(rest)
     if cmd == 'quit': return [ToolCall('quit_negotiation', {})], None
     if cmd in ('help', '?', 'status'): return None, cmd
     if cmd in TOOLS: return tool_command(TOOLS[cmd], rest)
@@ -58,49 +74,76 @@ def parse_command(line: str, their_offer: dict | None) -> tuple[list[ToolCall] |
 # %% ../nbs/06e_human.ipynb #929c0887
 def _money(dollars: float) -> str: return fmt_money(to_cents(dollars))
 
+# %% ../nbs/06e_human.ipynb #b7c1e014
 class HumanAgent(Agent):
     "A person at a keyboard (or a list of commands)."
     def __init__(self, ask: Callable[[str], str] | None = None, say: Callable[[str], None] | None = None):
-        self.ask, self.say, self.their, self.status, self.name = ask or input, say or print, None, '', 'human'
+        self.ask, self.say = ask or input, say or print
+        self.their, self.status = None, ''
+        self.name = 'human'
 
     async def start(self, brief: Brief):
         self.brief = brief
         b, it = brief, brief.item
-        word = 'value (the most it is worth to you)' if b.role is Role.BUYER else 'cost (the least you can sell for without a loss)'
-        self.say(f'You are the {b.role.value}. Item: {it.title} ({it.category}), listed at {fmt_money(it.listing_price)}.\n'
-                 f'Your private {word}: {fmt_money(b.reservation)}. The game ends at {b.rules.deadline:g} simulated seconds.\n{HELP}')
+        buyer = b.role is Role.BUYER
+        word = 'value (the most it is worth to you)' if buyer else 'cost (the least you can sell for without a loss)'
+        self.say(f'You are the {b.role.value}. Item: {it.title} ({it.category}), '
+                 f'listed at {fmt_money(it.listing_price)}.\n'
+                 f'Your private {word}: {fmt_money(b.reservation)}. '
+                 f'The game ends at {b.rules.deadline:g} simulated seconds.\n{HELP}')
 
-    def _show(self, obs: Observation):
-        for r in obs.results:
-            c = r.content
-            if c.get('ok') is False: self.say(f'  ! {r.name}: {c["error"]}: {c["message"]}')
-            elif r.name == 'make_offer': self.say(f'  your offer {c["offer_id"]} at {_money(c["price"])} stands')
-        st = obs.latest
-        if not st: return
-        for a in st.get('opponent_actions', []):
-            what = {'offer': lambda: f'offers {_money(a["price"])} ({a["offer_id"]})', 'reject': lambda: f'rejects {a.get("offer_id")}',
-                    'message': lambda: 'says', 'accept': lambda: f'accepts {a.get("offer_id")}', 'quit': lambda: 'quits'}[a['action']]()
-            self.say(f'  [{a["t"]:6.1f}s] the other side {what}' + (f': "{a["text"]}"' if a.get('text') else ''))
-        self.their = st.get('their_offer')
-        mine = st.get('your_offer')
-        self.status = (f'[{st["now"]:.1f}s, {st["time_left"]:.0f}s left] your offer: {_money(mine["price"]) if mine else "none"}; '
-                       f'theirs: {_money(self.their["price"]) + " (" + self.their["offer_id"] + ")" if self.their else "none"}')
-        self.say(self.status)
-        if st.get('game_over'): self._over(st['game_over'])
+# %% ../nbs/06e_human.ipynb #b7c1e017
+def _action_line(a: dict) -> str:
+    "One line for one of the other side's actions, as the state report lists them."
+    what = {'offer': lambda: f'offers {_money(a["price"])} ({a["offer_id"]})',
+            'reject': lambda: f'rejects {a.get("offer_id")}',
+            'message': lambda: 'says',
+            'accept': lambda: f'accepts {a.get("offer_id")}',
+            'quit': lambda: 'quits'}[a['action']]()
+    return f'  [{a["t"]:6.1f}s] the other side {what}' + (f': "{a["text"]}"' if a.get('text') else '')
 
-    def _over(self, o):
-        self.say(f'Game over: {o["reason"]}' + (f' at {_money(o["price"])}' if o.get('deal') else ''))
+# %% ../nbs/06e_human.ipynb #b7c1e020
+def _status(st: dict) -> str:
+    "The clock and both standing offers of a state report, in one line."
+    mine, theirs = st.get('your_offer'), st.get('their_offer')
+    clock = f'[{st["now"]:.1f}s, {st["time_left"]:.0f}s left]'
+    their = _money(theirs['price']) + ' (' + theirs['offer_id'] + ')' if theirs else 'none'
+    return f'{clock} your offer: {_money(mine["price"]) if mine else "none"}; theirs: {their}'
 
-    async def act(self, obs: Observation) -> list[ToolCall]:
-        self._show(obs)
-        while True:
-            try: line = self.ask('> ')
-            except EOFError: return [ToolCall('quit_negotiation', {})]
-            calls, hint = parse_command(line, self.their)
-            if calls: return calls
-            self.say(HELP if hint in ('help', '?') else self.status if hint == 'status' else hint)
+# %% ../nbs/06e_human.ipynb #b7c1e023
+@patch
+def _show(self: HumanAgent, obs: Observation):
+    "Show what happened since the player's last turn."
+    for r in obs.results:
+        c = r.content
+        if c.get('ok') is False: self.say(f'  ! {r.name}: {c["error"]}: {c["message"]}')
+        elif r.name == 'make_offer': self.say(f'  your offer {c["offer_id"]} at {_money(c["price"])} stands')
+    st = obs.latest
+    if not st: return
+    for a in st.get('opponent_actions', []): self.say(_action_line(a))
+    self.their = st.get('their_offer')
+    self.status = _status(st)
+    self.say(self.status)
+    if st.get('game_over'): self._over(st['game_over'])
 
-    async def finish(self, obs: Observation):
-        self._show(obs)
+@patch
+def _over(self: HumanAgent, o):
+    "The outcome, in one line."
+    self.say(f'Game over: {o["reason"]}' + (f' at {_money(o["price"])}' if o.get('deal') else ''))
+
+# %% ../nbs/06e_human.ipynb #b7c1e026
+@patch
+async def act(self: HumanAgent, obs: Observation) -> list[ToolCall]:
+    self._show(obs)
+    while True:
+        try: line = self.ask('> ')
+        except EOFError: return [ToolCall('quit_negotiation', {})]
+        calls, hint = parse_command(line, self.their)
+        if calls: return calls
+        self.say(HELP if hint in ('help', '?') else self.status if hint == 'status' else hint)
+
+@patch
+async def finish(self: HumanAgent, obs: Observation):
+    self._show(obs)
 
 register_agent('human', lambda arg: HumanAgent(), 'you, at the terminal')

@@ -7,9 +7,11 @@ Docs: https://github.com/bilateral-dev/bilateral/llm.html.md"""
 # %% ../nbs/06_llm.ipynb #50e61b3d
 from __future__ import annotations
 import asyncio, email.utils, hashlib, json, math, os, random, re, sqlite3, time, weakref
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from urllib.parse import urlparse
+from fastcore.basics import patch
 from .core import ConfigError, EndReason, Unreachable, dumps
 from .protocol import Brief
 from .agents import AgentStop, register_agent
@@ -24,20 +26,27 @@ __all__ = ['KNOWN_KEYS', 'LOCAL_HOSTS', 'RETRY_STATUS', 'SAMPLING', 'OPTIONS', '
 def default_cache_path() -> Path:
     return Path(os.environ.get('BILATERAL_CACHE') or Path.home() / '.cache' / 'bilateral' / 'llm.sqlite')
 
+# %% ../nbs/06_llm.ipynb #f2300b04
 class LLMCache:
     "A content-addressed store of model replies."
     def __init__(self, path: str | Path | None = None):
-        self.path = Path(path or default_cache_path()); self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = Path(path or default_cache_path())
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.con = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
         self.con.execute('PRAGMA journal_mode=WAL')
         self.con.execute('CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, reply TEXT NOT NULL)')
     @staticmethod
     def key(**parts) -> str: return hashlib.sha256(dumps(parts).encode()).hexdigest()
-    def get(self, key: str) -> Reply | None:
-        row = self.con.execute('SELECT reply FROM replies WHERE key=?', (key,)).fetchone()
-        return None if row is None else Reply(**{**json.loads(row[0]), 'cached': True, 'latency_s': 0.0})
-    def put(self, key: str, reply: Reply) -> None:
-        self.con.execute('INSERT OR IGNORE INTO replies VALUES (?, ?)', (key, json.dumps(reply._asdict())))
+
+# %% ../nbs/06_llm.ipynb #878c3819
+@patch
+def get(self: LLMCache, key: str) -> Reply | None:
+    row = self.con.execute('SELECT reply FROM replies WHERE key=?', (key,)).fetchone()
+    return None if row is None else Reply(**{**json.loads(row[0]), 'cached': True, 'latency_s': 0.0})
+
+@patch
+def put(self: LLMCache, key: str, reply: Reply) -> None:
+    self.con.execute('INSERT OR IGNORE INTO replies VALUES (?, ?)', (key, json.dumps(reply._asdict())))
 
 # %% ../nbs/06_llm.ipynb #42bbfc73
 def price_table() -> dict:
@@ -46,14 +55,16 @@ def price_table() -> dict:
     if os.environ.get('BILATERAL_PRICES'): table.update(json.loads(Path(os.environ['BILATERAL_PRICES']).read_text()))
     return {k: v for k, v in table.items() if not k.startswith('_')}
 
+# %% ../nbs/06_llm.ipynb #e7d802b6
 def cost_usd(model: str, tokens_in: int, tokens_out: int, table: dict | None = None) -> float:
     "Dollar cost of tokens for `model` (NaN when the model is not in the table)."
     p = (table or price_table()).get(model)
     return math.nan if p is None else (tokens_in * p[0] + tokens_out * p[1]) / 1e6
 
 # %% ../nbs/06_llm.ipynb #9bccf17c
-KNOWN_KEYS = {'api.openai.com': 'OPENAI_API_KEY', 'openrouter.ai': 'OPENROUTER_API_KEY', 'api.anthropic.com': 'ANTHROPIC_API_KEY',
-              'generativelanguage.googleapis.com': 'GEMINI_API_KEY', 'api.together.xyz': 'TOGETHER_API_KEY', 'api.deepseek.com': 'DEEPSEEK_API_KEY'}
+KNOWN_KEYS = {'api.openai.com': 'OPENAI_API_KEY', 'openrouter.ai': 'OPENROUTER_API_KEY',
+              'api.anthropic.com': 'ANTHROPIC_API_KEY', 'generativelanguage.googleapis.com': 'GEMINI_API_KEY',
+              'api.together.xyz': 'TOGETHER_API_KEY', 'api.deepseek.com': 'DEEPSEEK_API_KEY'}
 LOCAL_HOSTS = ('localhost', '127.0.0.1', '::1', '0.0.0.0')
 
 def key_env_for(base_url: str | None) -> str | None:
@@ -68,7 +79,8 @@ def key_env_for(base_url: str | None) -> str | None:
 class AdaptiveLimiter:
     "At most `limit` requests in flight; halves on rate limits, grows back additively."
     def __init__(self, maximum: int = 64, floor: int = 1):
-        self.max, self.floor, self.limit, self.active, self.last_cut = maximum, floor, float(maximum), 0, -1e9
+        self.max, self.floor = maximum, floor
+        self.limit, self.active, self.last_cut = float(maximum), 0, -1e9
         self.cond = asyncio.Condition()
     async def __aenter__(self):
         async with self.cond:
@@ -76,11 +88,17 @@ class AdaptiveLimiter:
             self.active += 1
     async def __aexit__(self, *exc):
         async with self.cond:
-            self.active -= 1; self.cond.notify_all()
-    def success(self): self.limit = min(self.max, self.limit + 1 / max(1.0, self.limit))
-    def rate_limited(self):
-        now = time.monotonic()
-        if now - self.last_cut > 1.0: self.limit, self.last_cut = max(self.floor, self.limit / 2), now
+            self.active -= 1
+            self.cond.notify_all()
+
+# %% ../nbs/06_llm.ipynb #a4a30383
+@patch
+def success(self: AdaptiveLimiter): self.limit = min(self.max, self.limit + 1 / max(1.0, self.limit))
+
+@patch
+def rate_limited(self: AdaptiveLimiter):
+    now = time.monotonic()
+    if now - self.last_cut > 1.0: self.limit, self.last_cut = max(self.floor, self.limit / 2), now
 
 # %% ../nbs/06_llm.ipynb #451227d7
 class Endpoint:
@@ -89,20 +107,26 @@ class Endpoint:
         import openai
         self.base_url, self.key_env = base_url, key_env
         key = os.environ.get(key_env) if key_env else 'none'
-        if key_env and not key: raise ConfigError(f'no API key: set the environment variable {key_env} for {base_url or "api.openai.com"}')
+        if key_env and not key:
+            raise ConfigError(f'no API key: set the environment variable {key_env} for {base_url or "api.openai.com"}')
         self._secret = key
         self.client = openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout)
-        self.limiter, self.dead, self.requests, self.ok = AdaptiveLimiter(concurrency), None, 0, 0
+        self.limiter = AdaptiveLimiter(concurrency)
+        self.dead, self.requests, self.ok = None, 0, 0
 
-    def scrub(self, text: str) -> str:
-        "Remove the key (and any long piece of it) from a text."
-        text = str(text)
-        if self._secret and self._secret != 'none':
-            text = text.replace(self._secret, '***')
-            for n in range(len(self._secret) - 1, 7, -1):
-                for i in range(0, len(self._secret) - n + 1, max(1, n // 2)): text = text.replace(self._secret[i:i + n], '***')
-        return text
+# %% ../nbs/06_llm.ipynb #6ba4c9bb
+@patch
+def scrub(self: Endpoint, text: str) -> str:
+    "Remove the key (and any long piece of it) from a text."
+    text = str(text)
+    if self._secret and self._secret != 'none':
+        text = text.replace(self._secret, '***')
+        for n in range(len(self._secret) - 1, 7, -1):
+            for i in range(0, len(self._secret) - n + 1, max(1, n // 2)):
+                text = text.replace(self._secret[i:i + n], '***')
+    return text
 
+# %% ../nbs/06_llm.ipynb #c8263359
 _POOLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def endpoint(base_url: str | None, key_env: str | None, concurrency: int = 64, timeout: float = 120.0) -> Endpoint:
@@ -123,6 +147,12 @@ def retry_after(err) -> float | None:
         try: return max(0.0, email.utils.parsedate_to_datetime(v).timestamp() - time.time())
         except Exception: return None
 
+# %% ../nbs/06_llm.ipynb #c591029c
+def _backoff(attempt: int, rng: random.Random, cap: float, delay: float | None = None) -> float:
+    "Seconds before the next try: the server's `delay` when it gave one, else exponential with jitter; at most `cap`."
+    return min(cap, delay if delay is not None else 0.5 * 2 ** attempt * rng.uniform(0.5, 1.5))
+
+# %% ../nbs/06_llm.ipynb #58aac03f
 def _detail(ep: Endpoint, e) -> str:
     "What an error says, without the key: its message and, when that is generic, its body."
     msg = str(getattr(e, 'message', '') or e)
@@ -132,8 +162,10 @@ def _detail(ep: Endpoint, e) -> str:
 
 def _is_context_overflow(err) -> bool:
     text = (str(getattr(err, 'code', '') or '') + ' ' + str(getattr(err, 'message', '') or '')).lower()
-    return 'context_length' in text or 'context length' in text or 'maximum context' in text or 'too many tokens' in text
+    return ('context_length' in text or 'context length' in text or 'maximum context' in text
+            or 'too many tokens' in text)
 
+# %% ../nbs/06_llm.ipynb #ff7b7fae
 RETRY_STATUS = {408, 409, 429}
 
 def _refused(ep: Endpoint, status: int) -> str:
@@ -144,46 +176,71 @@ def _refused(ep: Endpoint, status: int) -> str:
     if status == 404: what = 'check the model name and the base URL'
     return f'{where} refused the request (HTTP {status}): {what}'
 
+# %% ../nbs/06_llm.ipynb #c426fd11
+_AGAIN = object()   # what a try returns when the request should be tried again
+
+@dataclass
+class _Tries:
+    "What the tries of one request met so far."
+    last: str | None = None
+    cause: str = 'server_error'
+    delay: float | None = None
+    same: dict = field(default_factory=dict)
+
+# %% ../nbs/06_llm.ipynb #a1a5ec3b
+def _status_error(ep: Endpoint, e, st: _Tries):
+    "A retryable status noted in `st` (`_AGAIN`), None for the same 5xx again from a server that is up; else raise."
+    if e.status_code == 429: ep.limiter.rate_limited()
+    if e.status_code not in RETRY_STATUS and e.status_code < 500:
+        why = f'HTTP {e.status_code} from the endpoint: {_detail(ep, e)}'
+        raise Unreachable(f'http_{e.status_code}', why) from None
+    st.last, st.delay = f'HTTP {e.status_code}', retry_after(e)
+    st.cause = 'server_error' if e.status_code >= 500 else 'rate_limited'
+    if e.status_code >= 500:
+        d = _detail(ep, e)
+        st.same[d] = st.same.get(d, 0) + 1
+        if ep.ok and st.same[d] >= 2: return None
+    return _AGAIN
+
+# %% ../nbs/06_llm.ipynb #fcdb9064
+async def _attempt(ep: Endpoint, kwargs: dict, st: _Tries):
+    "One try: (response, latency), None (the same server error again), or `_AGAIN` with what happened in `st`."
+    import openai
+    st.delay = None
+    t0 = time.perf_counter()
+    ep.requests += 1
+    try:
+        resp = await ep.client.chat.completions.create(**kwargs)
+        ep.limiter.success()
+        ep.ok += 1
+        return resp, time.perf_counter() - t0
+    except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as e:
+        ep.dead = _refused(ep, e.status_code)
+        raise Unreachable('refused', ep.dead, fatal=True) from None
+    except openai.BadRequestError as e:
+        if _is_context_overflow(e):
+            raise AgentStop(EndReason.CONTEXT_OVERFLOW, 'the conversation no longer fits the model context') from None
+        raise Unreachable('bad_request', f'HTTP 400 from the endpoint: {_detail(ep, e)}') from None
+    except openai.APIStatusError as e: return _status_error(ep, e, st)
+    except openai.APITimeoutError: st.last, st.cause = 'timeout', 'timeout'
+    except openai.APIConnectionError: st.last, st.cause = 'connection error', 'connection'
+    except (openai.APIError, ValueError) as e:
+        st.last, st.cause = f'unreadable response: {type(e).__name__}', 'bad_response'
+    return _AGAIN
+
+# %% ../nbs/06_llm.ipynb #209314be
 async def request(ep: Endpoint, kwargs: dict, retries: int = 6, rng: random.Random | None = None, cap: float = 30.0):
     """One chat completion with retries: (response, latency); None when an endpoint that is up keeps refusing this
     one reply with the same server error (the model's own malformed output); `Unreachable` when the model cannot be
     reached."""
-    import openai
-    rng, last, cause, same = rng or random.Random(), None, 'server_error', {}
+    rng, st = rng or random.Random(), _Tries()
     for attempt in range(retries + 1):
         if ep.dead: raise Unreachable('refused', ep.dead, fatal=True)
-        delay = None
         async with ep.limiter:
-            t0 = time.perf_counter()
-            ep.requests += 1
-            try:
-                resp = await ep.client.chat.completions.create(**kwargs)
-                ep.limiter.success()
-                ep.ok += 1
-                return resp, time.perf_counter() - t0
-            except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as e:
-                ep.dead = _refused(ep, e.status_code)
-                raise Unreachable('refused', ep.dead, fatal=True) from None
-            except openai.BadRequestError as e:
-                if _is_context_overflow(e): raise AgentStop(EndReason.CONTEXT_OVERFLOW, 'the conversation no longer fits the model context') from None
-                raise Unreachable('bad_request', f'HTTP 400 from the endpoint: {_detail(ep, e)}') from None
-            except openai.APIStatusError as e:
-                if e.status_code == 429: ep.limiter.rate_limited()
-                if e.status_code not in RETRY_STATUS and e.status_code < 500:
-                    why = f'HTTP {e.status_code} from the endpoint: {_detail(ep, e)}'
-                    raise Unreachable(f'http_{e.status_code}', why) from None
-                last, delay = f'HTTP {e.status_code}', retry_after(e)
-                cause = 'server_error' if e.status_code >= 500 else 'rate_limited'
-                if e.status_code >= 500:
-                    d = _detail(ep, e)
-                    same[d] = same.get(d, 0) + 1
-                    if ep.ok and same[d] >= 2: return None
-            except openai.APITimeoutError: last, cause = 'timeout', 'timeout'
-            except openai.APIConnectionError: last, cause = 'connection error', 'connection'
-            except (openai.APIError, ValueError) as e:
-                last, cause = f'unreadable response: {type(e).__name__}', 'bad_response'
-        if attempt < retries: await asyncio.sleep(min(cap, delay if delay is not None else 0.5 * 2 ** attempt * rng.uniform(0.5, 1.5)))
-    raise Unreachable(cause, f'{ep.base_url or "api.openai.com"}: gave up after {retries + 1} attempts ({last})')
+            got = await _attempt(ep, kwargs, st)
+        if got is not _AGAIN: return got
+        if attempt < retries: await asyncio.sleep(_backoff(attempt, rng, cap, st.delay))
+    raise Unreachable(st.cause, f'{ep.base_url or "api.openai.com"}: gave up after {retries + 1} attempts ({st.last})')
 
 # %% ../nbs/06_llm.ipynb #5922e64a
 SAMPLING = {'temperature': float, 'top_p': float, 'max_tokens': int, 'seed': int, 'reasoning_effort': str}
@@ -198,17 +255,20 @@ def split_model(arg: str) -> tuple[str, str | None]:
         raise ConfigError(f'base URL must start with http:// or https://, got {base!r}')
     return model, base or None
 
-# %% ../nbs/06_llm.ipynb #209314be
+# %% ../nbs/06_llm.ipynb #ad812bf5
 def _reply_from(resp, latency: float) -> Reply:
     ch = resp.choices[0]
     m = ch.message
-    calls = [{'id': tc.id, 'name': getattr(tc.function, 'name', None), 'arguments': getattr(tc.function, 'arguments', None) or ''}
+    calls = [{'id': tc.id, 'name': getattr(tc.function, 'name', None),
+              'arguments': getattr(tc.function, 'arguments', None) or ''}
              for tc in (m.tool_calls or []) if getattr(tc, 'function', None) is not None]
     u = resp.usage
     reasoning = getattr(m, 'reasoning_content', None) or getattr(m, 'reasoning', None)
-    return Reply(m.content, calls, ch.finish_reason, getattr(u, 'prompt_tokens', 0) or 0, getattr(u, 'completion_tokens', 0) or 0,
-                 latency, False, reasoning if isinstance(reasoning, str) else None)
+    return Reply(m.content, calls, ch.finish_reason, getattr(u, 'prompt_tokens', 0) or 0,
+                 getattr(u, 'completion_tokens', 0) or 0, latency, False,
+                 reasoning if isinstance(reasoning, str) else None)
 
+# %% ../nbs/06_llm.ipynb #3734a3a5
 class OpenAIAgent(ChatAgent):
     "A model behind any OpenAI-compatible chat-completions endpoint."
     def __init__(self, arg: str, **opts):
@@ -224,27 +284,40 @@ class OpenAIAgent(ChatAgent):
         if self.key_env and not os.environ.get(self.key_env):
             raise ConfigError(f'no API key for model {self.model}: set the environment variable {self.key_env}')
 
-    async def start(self, brief: Brief):
-        await super().start(brief)
-        self.ep = endpoint(self.base_url, self.key_env, self.opts.get('concurrency', 64), self.opts.get('timeout', 120.0))
-        self.rng = random.Random(brief.seed)
-        if self.opts.get('cache', 'on') != 'off': self.cache = LLMCache()
+# %% ../nbs/06_llm.ipynb #9928b203
+@patch
+async def start(self: OpenAIAgent, brief: Brief):
+    await super(OpenAIAgent, self).start(brief)
+    self.ep = endpoint(self.base_url, self.key_env, self.opts.get('concurrency', 64), self.opts.get('timeout', 120.0))
+    self.rng = random.Random(brief.seed)
+    if self.opts.get('cache', 'on') != 'off': self.cache = LLMCache()
 
-    async def complete(self, messages, tools) -> Reply | None:
-        key = LLMCache.key(endpoint=self.base_url or 'openai', model=self.model, messages=messages, tools=tools, sampling=self.sampling, sample=self.brief.seed)
-        if self.cache and (hit := self.cache.get(key)): return hit
-        got = await request(self.ep, dict(model=self.model, messages=messages, tools=tools, **self.sampling), self.opts.get('retries', 6), self.rng)
-        if got is None: return None
-        reply = _reply_from(*got)
-        if self.cache and reply.finish_reason != 'content_filter': self.cache.put(key, reply)
-        return reply
+# %% ../nbs/06_llm.ipynb #bc747a51
+@patch
+def _cache_key(self: OpenAIAgent, messages, tools) -> str:
+    "The cache key of a request: endpoint, model, messages, tools, sampling and the game's sample index."
+    return LLMCache.key(endpoint=self.base_url or 'openai', model=self.model, messages=messages, tools=tools,
+                        sampling=self.sampling, sample=self.brief.seed)
 
-    def info(self) -> dict:
-        u = self.usage
-        return {'model': self.model, 'endpoint': self.base_url or 'https://api.openai.com/v1', 'prompt': PROMPT_NAME, 'prompt_hash': prompt_hash(),
-                'sampling': self.sampling, **u, 'latency_s': round(u['latency_s'], 4),
-                'wall_s': round(time.monotonic() - self.t0, 3) if hasattr(self, 't0') else 0.0,
-                'cost_usd': _cost_or_none(self.model, u)}
+@patch
+async def complete(self: OpenAIAgent, messages, tools) -> Reply | None:
+    key = self._cache_key(messages, tools)
+    if self.cache and (hit := self.cache.get(key)): return hit
+    kwargs = dict(model=self.model, messages=messages, tools=tools, **self.sampling)
+    got = await request(self.ep, kwargs, self.opts.get('retries', 6), self.rng)
+    if got is None: return None
+    reply = _reply_from(*got)
+    if self.cache and reply.finish_reason != 'content_filter': self.cache.put(key, reply)
+    return reply
+
+# %% ../nbs/06_llm.ipynb #f34480e2
+@patch
+def info(self: OpenAIAgent) -> dict:
+    u = self.usage
+    return {'model': self.model, 'endpoint': self.base_url or 'https://api.openai.com/v1', 'prompt': PROMPT_NAME,
+            'prompt_hash': prompt_hash(), 'sampling': self.sampling, **u, 'latency_s': round(u['latency_s'], 4),
+            'wall_s': round(time.monotonic() - self.t0, 3) if hasattr(self, 't0') else 0.0,
+            'cost_usd': _cost_or_none(self.model, u)}
 
 def _cost_or_none(model: str, u: dict) -> float | None:
     "Cost of the requests actually sent (cache hits are free); None when the model has no price."
@@ -252,5 +325,6 @@ def _cost_or_none(model: str, u: dict) -> float | None:
     c = cost_usd(model, u['tokens_in'], u['tokens_out'])
     return None if math.isnan(c) else round(c, 8)
 
+# %% ../nbs/06_llm.ipynb #3c96cf72
 register_agent('openai', OpenAIAgent, 'any OpenAI-compatible endpoint', arg='MODEL[@BASE_URL]', needs_arg=True,
                options=OPTIONS, short=lambda a: a.partition('@')[0].rstrip('/').rsplit('/', 1)[-1])

@@ -8,6 +8,7 @@ Docs: https://github.com/bilateral-dev/bilateral/local.html.md"""
 from __future__ import annotations
 import asyncio, json, re, time, weakref
 from pathlib import Path
+from fastcore.basics import patch
 from .core import ConfigError
 from .protocol import Brief
 from .agents import register_agent
@@ -20,18 +21,22 @@ __all__ = ['parse_tool_calls', 'LocalModel', 'local_model', 'LocalAgent']
 _CALL = re.compile(r'<tool_call>\s*(.*?)\s*(?:</tool_call>|$)', re.S)
 _NAME = re.compile(r'"name"\s*:\s*"([^"]*)"')
 
+def _call(raw: str) -> dict:
+    "One call from the text inside a `<tool_call>` tag: {'id', 'name', 'arguments'}."
+    try:
+        obj = json.loads(raw)
+        name, args = obj.get('name'), obj.get('arguments', {})
+        return {'id': '', 'name': name if isinstance(name, str) else '',
+                'arguments': args if isinstance(args, str) else json.dumps(args)}
+    except (ValueError, AttributeError):
+        m = _NAME.search(raw)
+        return {'id': '', 'name': m.group(1) if m else '', 'arguments': raw}
+
+# %% ../nbs/06c_local.ipynb #abde9fdb
 def parse_tool_calls(text: str) -> tuple[str, list[dict]]:
     "(content before the first call, [{'id', 'name', 'arguments'}]) of a generated text."
     content = text.partition('<tool_call>')[0]
-    calls = []
-    for raw in _CALL.findall(text):
-        try:
-            obj = json.loads(raw)
-            name, args = obj.get('name'), obj.get('arguments', {})
-            calls.append({'id': '', 'name': name if isinstance(name, str) else '', 'arguments': args if isinstance(args, str) else json.dumps(args)})
-        except (ValueError, AttributeError):
-            m = _NAME.search(raw)
-            calls.append({'id': '', 'name': m.group(1) if m else '', 'arguments': raw})
+    calls = [_call(raw) for raw in _CALL.findall(text)]
     return content.strip(), calls
 
 # %% ../nbs/06c_local.ipynb #b453cd26
@@ -48,41 +53,54 @@ class LocalModel:
         self.model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
         self.queue, self.worker, self.batches = asyncio.Queue(), None, 0
 
-    async def generate(self, messages: list, tools: list, max_new_tokens: int = 96, temperature: float = 0.0) -> tuple[str, int, int]:
-        "(generated text, prompt tokens, generated tokens) for one conversation."
-        fut = asyncio.get_running_loop().create_future()
-        await self.queue.put((messages, tools, max_new_tokens, temperature, fut))
-        if self.worker is None or self.worker.done(): self.worker = asyncio.create_task(self._serve())
-        return await fut
+# %% ../nbs/06c_local.ipynb #08d002c3
+@patch
+def _decode(self: LocalModel, row, n_in: int) -> tuple[str, int, int]:
+    "(text, prompt tokens, generated tokens) of one generated row."
+    ids = row.tolist()
+    if self.tok.eos_token_id in ids: ids = ids[:ids.index(self.tok.eos_token_id) + 1]
+    text = self.tok.decode(ids, skip_special_tokens=False)
+    return text.replace(self.tok.eos_token, '').replace(self.tok.pad_token, ''), n_in, len(ids)
 
-    async def _serve(self):
-        while not self.queue.empty():
-            batch = [self.queue.get_nowait() for _ in range(min(self.batch_size, self.queue.qsize()))]
-            try: outs = await asyncio.get_running_loop().run_in_executor(None, self._run, batch)
-            except Exception as e:
-                for *_, fut in batch:
-                    if not fut.done(): fut.set_exception(e)
-                continue
-            for out, (*_, fut) in zip(outs, batch):
-                if not fut.done(): fut.set_result(out)
+# %% ../nbs/06c_local.ipynb #908b1633
+@patch
+def _run(self: LocalModel, batch) -> list:
+    "One batch of requests, on a worker thread: [(text, prompt tokens, generated tokens)]."
+    import torch
+    texts = [self.tok.apply_chat_template(m, tools=t, add_generation_prompt=True, tokenize=False)
+             for m, t, *_ in batch]
+    enc = self.tok(texts, return_tensors='pt', padding=True, add_special_tokens=False)
+    temp = max(b[3] for b in batch)
+    with torch.no_grad():
+        out = self.model.generate(**enc, max_new_tokens=max(b[2] for b in batch), do_sample=temp > 0,
+                                  temperature=temp or None, top_p=None, top_k=None, pad_token_id=self.tok.pad_token_id)
+    self.batches += 1
+    n_in = enc['attention_mask'].sum(1).tolist()
+    return [self._decode(row, int(n_in[i])) for i, row in enumerate(out[:, enc['input_ids'].shape[1]:])]
 
-    def _run(self, batch) -> list:
-        import torch
-        texts = [self.tok.apply_chat_template(m, tools=t, add_generation_prompt=True, tokenize=False) for m, t, *_ in batch]
-        enc = self.tok(texts, return_tensors='pt', padding=True, add_special_tokens=False)
-        temp = max(b[3] for b in batch)
-        with torch.no_grad():
-            out = self.model.generate(**enc, max_new_tokens=max(b[2] for b in batch), do_sample=temp > 0, temperature=temp or None,
-                                      top_p=None, top_k=None, pad_token_id=self.tok.pad_token_id)
-        self.batches += 1
-        n_in = enc['attention_mask'].sum(1).tolist()
-        res = []
-        for i, row in enumerate(out[:, enc['input_ids'].shape[1]:]):
-            ids = row.tolist()
-            if self.tok.eos_token_id in ids: ids = ids[:ids.index(self.tok.eos_token_id) + 1]
-            res.append((self.tok.decode(ids, skip_special_tokens=False).replace(self.tok.eos_token, '').replace(self.tok.pad_token, ''), int(n_in[i]), len(ids)))
-        return res
+# %% ../nbs/06c_local.ipynb #ff062638
+@patch
+async def generate(self: LocalModel, messages: list, tools: list, max_new_tokens: int = 96,
+                   temperature: float = 0.0) -> tuple[str, int, int]:
+    "(generated text, prompt tokens, generated tokens) for one conversation."
+    fut = asyncio.get_running_loop().create_future()
+    await self.queue.put((messages, tools, max_new_tokens, temperature, fut))
+    if self.worker is None or self.worker.done(): self.worker = asyncio.create_task(self._serve())
+    return await fut
 
+@patch
+async def _serve(self: LocalModel):
+    while not self.queue.empty():
+        batch = [self.queue.get_nowait() for _ in range(min(self.batch_size, self.queue.qsize()))]
+        try: outs = await asyncio.get_running_loop().run_in_executor(None, self._run, batch)
+        except Exception as e:
+            for *_, fut in batch:
+                if not fut.done(): fut.set_exception(e)
+            continue
+        for out, (*_, fut) in zip(outs, batch):
+            if not fut.done(): fut.set_result(out)
+
+# %% ../nbs/06c_local.ipynb #d10e73b1
 _MODELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def local_model(path: str, batch_size: int = 16) -> LocalModel:
@@ -103,16 +121,20 @@ class LocalAgent(ChatAgent):
         await super().start(brief)
         self.lm = local_model(self.path, self.batch)
 
-    async def complete(self, messages, tools) -> Reply:
-        t0 = time.perf_counter()
-        text, n_in, n_out = await self.lm.generate(messages, tools, self.max_new, self.temp)
-        content, calls = parse_tool_calls(text)
-        return Reply(content, calls, 'tool_calls' if calls else 'stop', n_in, n_out, time.perf_counter() - t0)
+# %% ../nbs/06c_local.ipynb #07cb8d9e
+@patch
+async def complete(self: LocalAgent, messages, tools) -> Reply:
+    t0 = time.perf_counter()
+    text, n_in, n_out = await self.lm.generate(messages, tools, self.max_new, self.temp)
+    content, calls = parse_tool_calls(text)
+    return Reply(content, calls, 'tool_calls' if calls else 'stop', n_in, n_out, time.perf_counter() - t0)
 
-    def info(self) -> dict:
-        return {'model': self.path, 'endpoint': 'local', 'prompt': PROMPT_NAME, 'prompt_hash': prompt_hash(), **self.usage,
-                'latency_s': round(self.usage['latency_s'], 4), 'cost_usd': 0.0}
+@patch
+def info(self: LocalAgent) -> dict:
+    return {'model': self.path, 'endpoint': 'local', 'prompt': PROMPT_NAME, 'prompt_hash': prompt_hash(),
+            **self.usage, 'latency_s': round(self.usage['latency_s'], 4), 'cost_usd': 0.0}
 
+# %% ../nbs/06c_local.ipynb #8517d71d
 register_agent('hf', LocalAgent, 'a local transformers model folder', arg='PATH', needs_arg=True,
                options={'max_new_tokens': int, 'temperature': float, 'batch': int, 'window': int, 'max_turns': int},
                short=lambda a: a.rstrip('/').rsplit('/', 1)[-1])

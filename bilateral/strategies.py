@@ -7,6 +7,7 @@ Docs: https://github.com/bilateral-dev/bilateral/strategies.html.md"""
 # %% ../nbs/05_strategies.ipynb #6f3f86d5
 from __future__ import annotations
 import json, math, random
+from fastcore.basics import patch
 from .core import Role, fmt_money
 from .protocol import Brief, Observation, ToolCall
 from .agents import REGISTRY, Agent, register_agent
@@ -32,13 +33,6 @@ class Scripted(Agent):
         "An opening price: a fraction of the listing price, never beyond the reservation."
         return self.clamp((buyer_frac if self.buyer else seller_frac) * self.L)
 
-    def offer(self, cents: int, then_wait: bool = True) -> list[ToolCall]:
-        self.mine.append(cents)
-        return [ToolCall('make_offer', {'price': cents / 100}), ToolCall('wait_for_response', {})] if then_wait else [ToolCall('make_offer', {'price': cents / 100})]
-    def accept(self) -> list[ToolCall]: return [ToolCall('accept_offer', {'offer_id': self.their['offer_id']})]
-    @property
-    def their_price(self) -> int | None: return None if self.their is None else round(self.their['price'] * 100)
-
     async def act(self, obs: Observation) -> list[ToolCall]:
         st = obs.latest
         if st:
@@ -47,6 +41,20 @@ class Scripted(Agent):
         return self.decide()
 
     def decide(self) -> list[ToolCall]: raise NotImplementedError
+
+# %% ../nbs/05_strategies.ipynb #a1b2c304
+@patch
+def offer(self: Scripted, cents: int, then_wait: bool = True) -> list[ToolCall]:
+    "Make an offer of `cents` and, unless `then_wait` is false, wait for the reply."
+    self.mine.append(cents)
+    calls = [ToolCall('make_offer', {'price': cents / 100})]
+    return calls + [ToolCall('wait_for_response', {})] if then_wait else calls
+
+@patch
+def accept(self: Scripted) -> list[ToolCall]: return [ToolCall('accept_offer', {'offer_id': self.their['offer_id']})]
+
+@patch(as_prop=True)
+def their_price(self: Scripted) -> int | None: return None if self.their is None else round(self.their['price'] * 100)
 
 # %% ../nbs/05_strategies.ipynb #265beabe
 class TimeDependent(Scripted):
@@ -86,7 +94,8 @@ class Accommodating(TimeDependent):
 class Hardliner(Scripted):
     "Aggressive anchor, tapering concessions, deliberate waits."
     def decide(self):
-        nxt = self.anchor(0.25, 1.5) if not self.mine else self.clamp(self.mine[-1] + (self.r - self.mine[-1]) * 0.2 * 0.75 ** len(self.mine))
+        if not self.mine: nxt = self.anchor(0.25, 1.5)
+        else: nxt = self.clamp(self.mine[-1] + (self.r - self.mine[-1]) * 0.2 * 0.75 ** len(self.mine))
         if self.their is not None and self.ir(self.their_price):
             if self.better(self.their_price, nxt) or self.now > 0.9 * self.T: return self.accept()
         if self.woke_by == 'opponent' and self.mine:
@@ -100,46 +109,75 @@ class Split(Scripted):
         if not self.mine: return self.offer(self.anchor(0.5, 1.1))
         if self.their is None: return self.offer(self.mine[-1])
         tp = self.their_price
-        if self.ir(tp) and (self.better(tp, self.mine[-1]) or abs(tp - self.mine[-1]) <= 0.02 * self.L): return self.accept()
+        close = abs(tp - self.mine[-1]) <= 0.02 * self.L
+        if self.ir(tp) and (self.better(tp, self.mine[-1]) or close): return self.accept()
         mid = self.clamp((self.mine[-1] + tp) / 2)
         return self.offer(mid if not self.better(mid, self.mine[-1]) else self.mine[-1])
 
 # %% ../nbs/05_strategies.ipynb #40171253
 def _bad_calls(L: int, cap: int) -> list[ToolCall]:
     d = L / 100
-    return [ToolCall('make_offer', '{"price": NaN}'), ToolCall('make_offer', '{"price": "%g"}' % d), ToolCall('make_offer', '{"price": "$%g"}' % d),
-            ToolCall('make_offer', '{"price": true}'), ToolCall('make_offer', '{"price": 1e400}'), ToolCall('make_offer', '{"price": -%g}' % d),
-            ToolCall('make_offer', '{"price": %g, "price": 1}' % d), ToolCall('make_offer', '{"price": %g' % d), ToolCall('make_offer', '[%g]' % d),
-            ToolCall('make_offer', '{"price": %g, "currency": "USD"}' % d), ToolCall('make_offer', '{}'), ToolCall('make_deal', '{}'),
-            ToolCall('accept_offer', '{"offer_id": "X99"}'), ToolCall('reject_offer', '{"offer_id": 7}'),
-            ToolCall('send_message', json.dumps({'text': 'x' * (cap + 1)})), ToolCall('wait', '{"seconds": -3}'), ToolCall('wait', '{"seconds": "soon"}')]
+    return [ToolCall('make_offer', '{"price": NaN}'),
+            ToolCall('make_offer', '{"price": "%g"}' % d),
+            ToolCall('make_offer', '{"price": "$%g"}' % d),
+            ToolCall('make_offer', '{"price": true}'),
+            ToolCall('make_offer', '{"price": 1e400}'),
+            ToolCall('make_offer', '{"price": -%g}' % d),
+            ToolCall('make_offer', '{"price": %g, "price": 1}' % d),
+            ToolCall('make_offer', '{"price": %g' % d),
+            ToolCall('make_offer', '[%g]' % d),
+            ToolCall('make_offer', '{"price": %g, "currency": "USD"}' % d),
+            ToolCall('make_offer', '{}'),
+            ToolCall('make_deal', '{}'),
+            ToolCall('accept_offer', '{"offer_id": "X99"}'),
+            ToolCall('reject_offer', '{"offer_id": 7}'),
+            ToolCall('send_message', json.dumps({'text': 'x' * (cap + 1)})),
+            ToolCall('wait', '{"seconds": -3}'),
+            ToolCall('wait', '{"seconds": "soon"}')]
 
+# %% ../nbs/05_strategies.ipynb #a1b2c318
 class RandomAgent(Scripted):
     "Random legal and, at rate `illegal`, illegal calls."
     def __init__(self, illegal: float = 0.1): self.illegal = illegal
     def legal(self) -> ToolCall:
         k = self.rng.random()
         if k < 0.45: return ToolCall('make_offer', {'price': round(self.rng.uniform(0.2, 1.5) * self.L) / 100})
-        if k < 0.55 and self.their: return ToolCall('accept_offer', {'offer_id': self.their['offer_id']})
-        if k < 0.62 and self.their: return ToolCall('reject_offer', {'offer_id': self.their['offer_id'], 'reason': 'no'})
-        if k < 0.75: return ToolCall('send_message', {'text': self.rng.choice(['Deal?', 'Too much.', 'Final offer.', 'Hmm.'])})
+        if k < 0.55 and self.their:
+            return ToolCall('accept_offer', {'offer_id': self.their['offer_id']})
+        if k < 0.62 and self.their:
+            return ToolCall('reject_offer', {'offer_id': self.their['offer_id'], 'reason': 'no'})
+        if k < 0.75:
+            return ToolCall('send_message', {'text': self.rng.choice(['Deal?', 'Too much.', 'Final offer.', 'Hmm.'])})
         if k < 0.995: return ToolCall('wait', {'seconds': round(self.rng.uniform(1, 30), 1)})
         return ToolCall('quit_negotiation', {})
-    def decide(self):
-        bad = _bad_calls(self.L, self.brief.rules.max_message)
-        calls = [self.rng.choice(bad) if self.rng.random() < self.illegal else self.legal() for _ in range(self.rng.randint(1, 3))]
-        visible = any(isinstance(c.arguments, dict) and c.name in ('make_offer', 'reject_offer', 'send_message') for c in calls)
-        if any(c.name == 'wait' or c.name == 'quit_negotiation' or c.name == 'accept_offer' for c in calls): return calls
-        return calls + [ToolCall('wait_for_response', {}) if visible and self.rng.random() < 0.9 else ToolCall('wait', {'seconds': round(self.rng.uniform(1, 20), 1)})]
+
+# %% ../nbs/05_strategies.ipynb #a1b2c321
+@patch
+def decide(self: RandomAgent):
+    bad = _bad_calls(self.L, self.brief.rules.max_message)
+    n = self.rng.randint(1, 3)
+    calls = [self.rng.choice(bad) if self.rng.random() < self.illegal else self.legal() for _ in range(n)]
+    visible = any(isinstance(c.arguments, dict) and c.name in ('make_offer', 'reject_offer', 'send_message')
+                  for c in calls)
+    if any(c.name == 'wait' or c.name == 'quit_negotiation' or c.name == 'accept_offer' for c in calls): return calls
+    if visible and self.rng.random() < 0.9: return calls + [ToolCall('wait_for_response', {})]
+    return calls + [ToolCall('wait', {'seconds': round(self.rng.uniform(1, 20), 1)})]
 
 # %% ../nbs/05_strategies.ipynb #478382c1
-register_agent('boulware', lambda a: TimeDependent(0.2), 'time-dependent, e=0.2: holds firm, concedes late', ladder=True)
-register_agent('linear', lambda a: TimeDependent(1.0), 'time-dependent, e=1: concedes at a constant rate', ladder=True)
-register_agent('conceder', lambda a: TimeDependent(4.0), 'time-dependent, e=4: concedes early', ladder=True)
-register_agent('tit-for-tat', lambda a: TitForTat(), 'relative tit-for-tat: mirrors the opponent\'s concessions', ladder=True)
-register_agent('accommodating', lambda a: Accommodating(), 'concedes fast, accepts any offer within its reservation', ladder=True)
-register_agent('hardliner', lambda a: Hardliner(), 'aggressive anchor, tapering concessions, waits (patience)', ladder=True)
-register_agent('split', lambda a: Split(), 'splits the difference, accepts when close', ladder=True)
+register_agent('boulware', lambda a: TimeDependent(0.2),
+               'time-dependent, e=0.2: holds firm, concedes late', ladder=True)
+register_agent('linear', lambda a: TimeDependent(1.0),
+               'time-dependent, e=1: concedes at a constant rate', ladder=True)
+register_agent('conceder', lambda a: TimeDependent(4.0),
+               'time-dependent, e=4: concedes early', ladder=True)
+register_agent('tit-for-tat', lambda a: TitForTat(),
+               'relative tit-for-tat: mirrors the opponent\'s concessions', ladder=True)
+register_agent('accommodating', lambda a: Accommodating(),
+               'concedes fast, accepts any offer within its reservation', ladder=True)
+register_agent('hardliner', lambda a: Hardliner(),
+               'aggressive anchor, tapering concessions, waits (patience)', ladder=True)
+register_agent('split', lambda a: Split(),
+               'splits the difference, accepts when close', ladder=True)
 register_agent('random', lambda a: RandomAgent(float(a) if a else 0.1),
                'random legal and illegal calls (fuzzing); random:RATE sets the illegal rate', arg='RATE')
 LADDER = [k for k, v in REGISTRY.items() if v.ladder]
@@ -151,5 +189,6 @@ def reservation_breaches(r: GameResult) -> list[str]:
     for e in r.events:
         res = sc.reservation(e.role)
         beyond = (lambda p: p > res) if e.role is Role.BUYER else (lambda p: p < res)
-        if e.kind in ('offer', 'accept') and beyond(e.price): out.append(f'{e.role.value} {e.kind} {fmt_money(e.price)} beyond {fmt_money(res)}')
+        if e.kind in ('offer', 'accept') and beyond(e.price):
+            out.append(f'{e.role.value} {e.kind} {fmt_money(e.price)} beyond {fmt_money(res)}')
     return out

@@ -13,7 +13,7 @@ from .protocol import openai_tools
 __all__ = ['TINY_TEMPLATE', 'SPECIAL', 'train_tokenizer', 'build_model']
 
 # %% ../nbs/06d_tiny.ipynb #0d4da0f5
-TINY_TEMPLATE = """{%- set sys = messages[0].content if messages and messages[0].role == 'system' else '' -%}
+_TINY_SYSTEM = """{%- set sys = messages[0].content if messages and messages[0].role == 'system' else '' -%}
 <|im_start|>system
 {{ sys }}
 {%- if tools %}
@@ -24,13 +24,19 @@ Tools:
 {%- endfor %}
 Call a tool as <tool_call>{"name": NAME, "arguments": {...}}</tool_call>.
 {%- endif %}<|im_end|>
-{% for m in messages -%}
+"""
+
+# %% ../nbs/06d_tiny.ipynb #d1e2f304
+TINY_TEMPLATE = _TINY_SYSTEM + """{% for m in messages -%}
 {%- if m.role == 'user' -%}
 <|im_start|>user
 {{ m.content }}<|im_end|>
 {% elif m.role == 'assistant' -%}
 <|im_start|>assistant
-{% generation %}{{ m.content or '' }}{%- for tc in m.tool_calls or [] %}<tool_call>{"name": "{{ tc.function.name }}", "arguments": {{ tc.function.arguments if tc.function.arguments is string else tc.function.arguments | tojson }}}</tool_call>{%- endfor %}<|im_end|>{% endgeneration %}
+{% generation %}{{ m.content or '' }}{%- for tc in m.tool_calls or [] %}\
+<tool_call>{"name": "{{ tc.function.name }}", "arguments": \
+{{ tc.function.arguments if tc.function.arguments is string else tc.function.arguments | tojson }}}\
+</tool_call>{%- endfor %}<|im_end|>{% endgeneration %}
 {% elif m.role == 'tool' -%}
 <|im_start|>user
 <tool_response>{{ m.content }}</tool_response><|im_end|>
@@ -39,7 +45,9 @@ Call a tool as <tool_call>{"name": NAME, "arguments": {...}}</tool_call>.
 {%- if add_generation_prompt %}<|im_start|>assistant
 {% endif -%}"""
 
-SPECIAL = ['<|endoftext|>', '<|im_start|>', '<|im_end|>', '<tool_call>', '</tool_call>', '<tool_response>', '</tool_response>']
+# %% ../nbs/06d_tiny.ipynb #d1e2f305
+SPECIAL = ['<|endoftext|>', '<|im_start|>', '<|im_end|>', '<tool_call>', '</tool_call>', '<tool_response>',
+           '</tool_response>']
 
 # %% ../nbs/06d_tiny.ipynb #41b43d2c
 def _plain(messages) -> str:
