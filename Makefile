@@ -8,7 +8,7 @@ EXTRAS  ?= dev,llm,local,train
 export HF_HUB_OFFLINE := 1
 export HF_HUB_DISABLE_TELEMETRY := 1
 
-.PHONY: test reproduce venv sync-check nbtest pytest bench clean
+.PHONY: test reproduce venv sync-check style-check nbtest pytest bench lab clean
 
 $(BIN)/.stamp-$(EXTRAS): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -21,10 +21,13 @@ $(BIN)/.stamp-$(EXTRAS): pyproject.toml constraints.txt
 venv: $(BIN)/.stamp-$(EXTRAS)
 
 ## make test: notebooks in sync with the package, notebook tests, then pytest.
-test: venv sync-check nbtest pytest
+test: venv sync-check style-check nbtest pytest
 
 sync-check: venv
 	$(BIN)/python tools/sync_check.py
+
+style-check: venv
+	$(BIN)/python tools/style_check.py
 
 nbtest: venv
 	$(BIN)/python tools/nbtest.py
@@ -38,6 +41,10 @@ reproduce: venv
 
 bench: venv
 	$(BIN)/bilateral bench
+
+## make lab: the notebooks in JupyterLab, from the project's .venv.
+lab: venv
+	$(BIN)/jupyter lab nbs
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -6,7 +6,7 @@ Docs: https://github.com/bilateral-dev/bilateral/cli.html.md"""
 
 # %% ../nbs/13_cli.ipynb #1c80d5bc
 from __future__ import annotations
-import argparse, json, sqlite3, sys
+import argparse, json, sqlite3, sys, textwrap
 from pathlib import Path
 from .scenarios import PRESETS, load_catalogue, make_scenario, sample_scenarios
 from .protocol import Rules
@@ -33,10 +33,21 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message): raise CliError(message)
 
 # %% ../nbs/13_cli.ipynb #08e546ff
+def _kind_lines(k) -> list[str]:
+    "A kind's name and description; under it, for kinds that take an argument or options, its spec and options."
+    lines = [f'{k.name:<15}{k.description}']
+    if k.arg or k.options:
+        arg = f':{k.arg}' if k.needs_arg else f'[:{k.arg}]' if k.arg else ''
+        lines.append(f'{"":15}spec: {k.name}{arg}' + ('[?OPTION=VALUE&...]' if k.options else ''))
+    if k.options:
+        lines += textwrap.wrap('options: ' + ', '.join(k.options), 110, initial_indent=' ' * 15,
+                               subsequent_indent=' ' * 24)
+    return lines
+
 def cmd_agents(a) -> str:
-    "List the agent names."
+    "List the agent kinds: the ladder first, in its order, then the others by name."
     kinds = sorted(load_agent_kinds().values(), key=lambda k: (not k.ladder, 0 if k.ladder else k.name))
-    return '\n'.join(f'{k.usage():<28}{k.description}' for k in kinds)
+    return '\n'.join(line for k in kinds for line in _kind_lines(k))
 
 def _add_agents(sub):
     sub.add_parser('agents', help='list agent names').set_defaults(fn=cmd_agents)

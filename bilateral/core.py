@@ -7,7 +7,7 @@ Docs: https://github.com/bilateral-dev/bilateral/core.html.md"""
 # %% ../nbs/00_core.ipynb #9e28e8f4
 from __future__ import annotations
 import hashlib, json, math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from .core import EndReason, Event, Outcome, Role, Scenario, Unreachable, fmt_money
+from .core import Event, Outcome, Role, Scenario, Unreachable, fmt_money
 from .protocol import Rules
 from .engine import Engine
 from .agents import Agent, AgentStop, make_agent

@@ -7,7 +7,6 @@ Docs: https://github.com/bilateral-dev/bilateral/plots.html.md"""
 # %% ../nbs/11_plots.ipynb #730ba673
 from __future__ import annotations
 from pathlib import Path
-import numpy as np
 import pandas as pd
 import altair as alt
 from .metrics import role_table, aggregate

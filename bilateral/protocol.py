@@ -10,7 +10,7 @@ import inspect, json, math, re
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
 from fastcore.basics import patch
-from .core import BilateralError, ConfigError, EndReason, Item, Offer, Role
+from .core import BilateralError, ConfigError, EndReason, Item, Role
 
 # %% auto #0
 __all__ = ['ERROR_CODES', 'FORMAT_ERRORS', 'Price', 'Seconds', 'OfferId', 'Text', 'Message', 'TOOLS', 'Rules', 'Brief',

@@ -6,7 +6,7 @@ Docs: https://github.com/bilateral-dev/bilateral/strategies.html.md"""
 
 # %% ../nbs/05_strategies.ipynb #6f3f86d5
 from __future__ import annotations
-import json, math, random
+import json, random
 from fastcore.basics import patch
 from .core import Role, fmt_money
 from .protocol import Brief, Observation, ToolCall

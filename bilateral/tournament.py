@@ -20,7 +20,7 @@ from .protocol import Rules
 from .core import dumps
 from .agents import make_agent
 from .play import GameResult, play_game, run_sync
-from .metrics import game_row, leaderboard
+from .metrics import game_row
 from .store import Store
 
 # %% auto #0
