@@ -9,12 +9,12 @@ from __future__ import annotations
 import json, math
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 import numpy as np
 import pandas as pd
 from .core import Role, Scenario, Outcome
 from .scenarios import zopa_bucket
-from .play import GameResult
+if TYPE_CHECKING: from bilateral.play import GameResult     # for annotations only: metrics sits below the game driver
 
 # %% auto #0
 __all__ = ['OUTCOME_METRICS', 'BEHAVIOUR_METRICS', 'METRICS', 'MEASURES', 'Metric', 'GameFacts', 'gather_facts',
