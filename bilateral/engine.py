@@ -64,11 +64,14 @@ class Engine:
 
 # %% ../nbs/03_engine.ipynb #f2b497ea
 @patch
-def post_offer(self: _Party, price: int) -> Offer:
-    "A new standing offer of this party at `price` cents, replacing its previous one."
+def post_offer(self: _Party, price: int, text: str = '') -> Offer:
+    "A new standing offer of this party at `price` cents, replacing its previous one, on the public record."
     self.n_offers += 1
-    o = Offer(f'{self.prefix}{self.n_offers}', self.role, price, self.eng.now)
-    self.eng.standing[self.role] = self.eng.offers[o.id] = o
+    eng = self.eng
+    o = Offer(f'{self.prefix}{self.n_offers}', self.role, price, eng.now)
+    eng.standing[self.role] = eng.offers[o.id] = o
+    self.opp.news = True
+    eng.events.append(Event(o.t, self.role, 'offer', o.id, price, text))
     return o
 
 @patch

@@ -179,11 +179,8 @@ class Tool:
     ends_turn: bool
     description: str
     arg_docs: dict
-
-    @property
-    def offer_fields(self) -> tuple:
-        "The arguments that name an offer (the engine checks that it is the opponent's standing one)."
-        return tuple(n for n, k in self.fields.items() if k is OfferId)
+    offer_fields: tuple = ()    # the arguments that name an offer (the engine checks it is the opponent's standing one)
+    single: str | None = None   # the one required argument, when there is exactly one (a fast path in validation)
 
 # %% ../nbs/02_protocol.ipynb #b4134dcf
 @patch(cls_method=True)
@@ -196,7 +193,9 @@ def from_fn(cls: Tool, fn, ends_turn: bool = False) -> Tool:
     req = frozenset(p.name for p in params if p.default is inspect.Parameter.empty)
     doc = inspect.getdoc(fn)
     description = ' '.join(doc.split('\n\n')[0].split())     # the first paragraph, as one line
-    return cls(fn.__name__, fn, fields, req, ends_turn, description, _arg_docs(doc))
+    offers = tuple(n for n, k in fields.items() if k is OfferId)
+    single = next(iter(req)) if len(req) == 1 else None
+    return cls(fn.__name__, fn, fields, req, ends_turn, description, _arg_docs(doc), offers, single)
 
 @patch
 def schema(self: Tool) -> dict:
@@ -229,9 +228,8 @@ def make_offer(game, price: Price, note: Text = '') -> dict:
         price: The price in dollars, a plain number such as 120 or 99.5.
         note: An optional short message delivered with the offer.
     """
-    o = game.post_offer(price)
-    game.log_event('offer', o, note)
-    return {'ok': True, 'offer_id': o.id, 'price': o.price / 100, 'now': round(game.now, 2)}
+    o = game.post_offer(price, note)
+    return {'ok': True, 'offer_id': o.id, 'price': o.price / 100, 'now': round(o.t, 2)}
 
 # %% ../nbs/02_protocol.ipynb #e2c90f0f
 @tool(ends_turn=True)
@@ -369,7 +367,11 @@ def validate_call(name: str, raw: str | dict, limits: Limits = Limits()) -> dict
     "Clean arguments of a call to tool `name`, or `ToolError` with a stable code; never any other exception."
     tool = TOOLS.get(name) if type(name) is str else None
     if tool is None: raise ToolError('unknown_tool', f'no tool named {_show(name)}; tools: {", ".join(TOOLS)}')
-    if type(raw) is dict and not raw and not tool.fields: return {}
+    if type(raw) is dict:                   # the commonest calls: no arguments, or the one required string or number
+        if not raw and not tool.required: return {}
+        if len(raw) == 1 and (k := tool.single) is not None:
+            x = raw.get(k)
+            if type(x) is str or (type(x) is float and math.isfinite(x)): return {k: tool.fields[k].check(k, x, limits)}
     raw = plain_arguments(raw)
     if type(raw) is str and len(raw) > limits.max_arguments:
         raise ToolError('too_long', f'the arguments are longer than {limits.max_arguments} characters')

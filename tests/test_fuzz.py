@@ -73,6 +73,16 @@ def count_calls():
     yield
     print(f'\nfuzz: {N_CALLS[0]} engine calls')
 
+def _outcome(name, raw):
+    try: return validate_call(name, raw)
+    except ToolError as e: return e.code, e.message
+
+@FUZZ
+@given(st.sampled_from(list(TOOLS)), st.dictionaries(fields, st.one_of(st.floats(), st.text(max_size=8)), max_size=2))
+def test_fast_path_agrees_with_json_text(name, args):
+    "A dict of floats and strings (the validator's fast path) gets what the same arguments as JSON text get."
+    assert _outcome(name, args) == _outcome(name, json.dumps(args, allow_nan=True))
+
 @FUZZ
 @given(st.data(), st.integers(0, 2**32))
 def test_engine_survives_hostile_calls(data, seed):
