@@ -102,10 +102,9 @@ def display(self: AgentKind, spec: str, width: int = 22) -> str:
 # %% ../nbs/04_agents.ipynb #a784defd
 REGISTRY: dict[str, AgentKind] = {}
 
-def register_agent(name: str, factory: Callable, description: str, **grammar) -> AgentKind:
+def register_agent(name: str, factory: Callable, description: str, **grammar) -> None:
     "Make `name` usable wherever an agent spec is accepted; `grammar` as in `AgentKind` (arg, options, ...)."
-    REGISTRY[name] = kind = AgentKind(name, factory, description, **grammar)
-    return kind
+    REGISTRY[name] = AgentKind(name, factory, description, **grammar)
 
 def load_agent_kinds() -> dict[str, AgentKind]:
     "Import the modules that declare agent kinds (entry points `bilateral.agents` of installed packages)."

@@ -15,7 +15,7 @@ from .protocol import TOOLS, Brief, Limits, Observation, Rules, Tool, ToolCall, 
 from .protocol import plain_arguments, validate_call
 
 # %% auto #0
-__all__ = ['ACTIVE', 'WAITING', 'SLEEPING', 'DONE', 'Engine', 'scenario_json', 'scenario_from_json', 'replay']
+__all__ = ['ACTIVE', 'WAITING', 'SLEEPING', 'DONE', 'BEFORE_RULES', 'Engine', 'scenario_json', 'scenario_from_json', 'replay']
 
 # %% ../nbs/03_engine.ipynb #32b2474d
 ACTIVE, WAITING, SLEEPING, DONE = 'active', 'waiting', 'sleeping', 'done'
@@ -23,16 +23,19 @@ ACTIVE, WAITING, SLEEPING, DONE = 'active', 'waiting', 'sleeping', 'done'
 class _Party:
     "One party's seat in one engine (never shared between games), and the moves a tool's body makes through it."
     __slots__ = ('eng', 'role', 'name', 'prefix', 'opp', 'status', 'until', 'seen', 'news', 'used', 'batch',
-                 'deferred', 'record', 'update', 'invalid', 'n_offers', 'rng', 'closing')
+                 'deferred', 'record', 'update', 'invalid', 'n_offers', 'rng', 'closing', 'started', 'visible')
 
     def __init__(self, eng, role, rng):
         self.eng, self.role, self.name, self.prefix, self.rng = eng, role, role.value, role.value[0].upper(), rng
         self.status, self.until, self.seen, self.news, self.used = WAITING, None, 0, False, set()
         self.batch, self.deferred, self.record, self.update = [], -1, None, None
         self.invalid, self.n_offers, self.closing = 0, 0, None
+        self.started, self.visible = False, False     # has had a turn; did something visible this turn
 
     @property
     def now(self) -> float: return self.eng.now
+    @property
+    def rules(self) -> Rules: return self.eng.rules
     @property
     def theirs(self) -> Offer | None: return self.eng.standing[self.opp.role]
 
@@ -52,7 +55,7 @@ class Engine:
         self.standing = {Role.BUYER: None, Role.SELLER: None}
         self.offers = {}            # every offer ever made, by id
         self.first = Role(rules.first_mover)
-        self.turn, self.last, self.n_batches = None, None, 0
+        self.turn, self.last, self.n_batches, self.passes = None, None, 0, 0   # passes: turns in a row with nothing visible
 
     @property
     def done(self) -> bool: return self.outcome is not None
@@ -70,7 +73,7 @@ def post_offer(self: _Party, price: int, text: str = '') -> Offer:
     eng = self.eng
     o = Offer(f'{self.prefix}{self.n_offers}', self.role, price, eng.now)
     eng.standing[self.role] = eng.offers[o.id] = o
-    self.opp.news = True
+    self.opp.news = self.visible = True
     eng.events.append(Event(o.t, self.role, 'offer', o.id, price, text))
     return o
 
@@ -84,7 +87,7 @@ def drop_theirs(self: _Party) -> Offer:
 @patch
 def log_event(self: _Party, kind: str, offer: Offer | None = None, text: str = ''):
     "A public action at the current time; the opponent will be woken by it."
-    self.opp.news = True
+    self.opp.news = self.visible = True
     oid, price = ('', None) if offer is None else (offer.id, offer.price)
     self.eng.events.append(Event(self.eng.now, self.role, kind, oid, price, text))
 
@@ -152,12 +155,14 @@ def _wake(self: Engine, p: _Party, woke_by: str):
 # %% ../nbs/03_engine.ipynb #76953476
 def _due(self: Engine):
     "(time, role, why) of the next wake-up after the last turn, or None when nobody will wake."
-    best = None
-    for p in (self.parties[self.last].opp, self.parties[self.last]):   # the opponent of the last mover wins ties
+    best, last, fair = None, self.parties[self.last], self.rules.wake_on_pass
+    for p in (last.opp, last):   # the opponent of the last mover wins ties
         if p.news: t, why = self.now, 'opponent'
+        elif fair and not p.started: t, why = self.now, 'start'
         elif p.status == SLEEPING: t, why = max(p.until, self.now), 'timer'
         else: continue
         if best is None or t < best[0]: best = (t, p.role, why)
+    if best is None and fair and self.passes == 1: best = (self.now, last.opp.role, 'opponent_passed')
     return best
 
 @patch
@@ -175,7 +180,7 @@ def next_turn(self: Engine) -> Role | None:
         if t >= self.rules.deadline: return _end(self, EndReason.DEADLINE, t=self.rules.deadline)
         self.now, p = t, self.parties[r]
         _wake(self, p, why)
-    p.status, p.used, self.turn = ACTIVE, set(), p.role
+    p.status, p.used, self.turn, p.started, p.visible = ACTIVE, set(), p.role, True, False
     return p.role
 
 # %% ../nbs/03_engine.ipynb #d051cca2
@@ -286,7 +291,9 @@ def submit(self: Engine, role: Role, calls: list) -> None:
         res, over = _call(self, p, c, over)
         if res is None: p.deferred = len(p.batch)
         p.batch.append(ToolResult(c.id, c.name, res))
-    if over and self.outcome is None: self.turn, self.last = None, role
+    if over and self.outcome is None:
+        self.turn, self.last = None, role
+        self.passes = 0 if p.visible else self.passes + 1
 
 # %% ../nbs/03_engine.ipynb #16e0d738
 @patch
@@ -336,8 +343,11 @@ def _actions(log):
     return out
 
 # %% ../nbs/03_engine.ipynb #29b71e80
+BEFORE_RULES = {'counter_rejects': False, 'wake_on_pass': False}   # how games were played before these rules existed
+
 def replay(t: dict) -> Engine:
     "Re-run a transcript through a fresh engine; raise `ReplayError` at the first difference."
+    t = {**t, 'rules': {**BEFORE_RULES, **t['rules']}}        # a record from before a rule existed played without it
     rules = Rules(**{**t['rules'], 'latency': tuple(t['rules']['latency'])})
     eng = Engine(scenario_from_json(t['scenario']), rules, t['seed'])
     for kind, role, *rest in _actions(t['log']):

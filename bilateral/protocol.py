@@ -29,6 +29,8 @@ class Rules:
     first_mover: str = 'buyer'
     price_cap: float = 100.0             # highest price, as a multiple of the listing price
     max_message: int = 2000              # characters in a message, note or reason
+    counter_rejects: bool = True         # an offer rejects the opponent's standing offer (the mirror-image rule)
+    wake_on_pass: bool = True            # a pass wakes the opponent; two passes in a row end the game (both idle)
 
     def __post_init__(self):
         lo, hi = self.latency
@@ -222,14 +224,18 @@ def openai_tools() -> list[dict]:
 @tool()
 def make_offer(game, price: Price, note: Text = '') -> dict:
     """Make a binding offer to trade at `price`. It replaces your previous offer and stands until you replace it
-    or the other party accepts or rejects it.
+    or the other party accepts or rejects it. Under the usual rules it also rejects the other party's standing offer.
 
     Args:
         price: The price in dollars, a plain number such as 120 or 99.5.
         note: An optional short message delivered with the offer.
     """
+    theirs = game.theirs if game.rules.counter_rejects else None
+    if theirs is not None: game.drop_theirs()
     o = game.post_offer(price, note)
-    return {'ok': True, 'offer_id': o.id, 'price': o.price / 100, 'now': round(o.t, 2)}
+    res = {'ok': True, 'offer_id': o.id, 'price': o.price / 100, 'now': round(o.t, 2)}
+    if theirs is not None: res['rejected'] = theirs.id
+    return res
 
 # %% ../nbs/02_protocol.ipynb #e2c90f0f
 @tool(ends_turn=True)

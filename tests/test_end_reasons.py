@@ -16,7 +16,10 @@ OFFER_30 = (B, [('make_offer', {'price': 30}), ('wait_for_response', {})])   # t
 
 def deal(): return drive(Engine(SC), [OFFER_30, (S, [('accept_offer', {'offer_id': 'B1'})])])
 def quit_game(): return drive(Engine(SC), [OFFER_30, (S, [('quit_negotiation', {})])])
-def both_idle(): return drive(Engine(SC), [OFFER_30, (S, [('wait_for_response', {})])])
+def both_idle():
+    "Two passes in a row, one by each party: the seller waits once, the buyer is woken and waits too."
+    script = [OFFER_30, (S, [('wait_for_response', {})]), (B, [('wait_for_response', {})])]
+    return drive(Engine(SC), script)
 
 def deadline_on_wake():
     script = [(B, [('make_offer', {'price': 30}), ('wait', {'seconds': 59})]), (S, [('wait', {'seconds': 59})])]
@@ -120,3 +123,28 @@ def test_driver_misuse_raises():
     eng = Engine(SC)
     eng.next_turn()
     with pytest.raises(BilateralError, match="not seller's turn"): eng.submit(S, [ToolCall('wait_for_response')])
+
+
+def test_one_wait_does_not_end_the_game():
+    "The first mover's first wait gives the second mover its turn; a single pass wakes the other side."
+    eng = Engine(SC)
+    drive(eng, [(B, [('wait_for_response', {})]), (S, [('make_offer', {'price': 40}), ('wait_for_response', {})])])
+    assert eng.outcome is None and eng.standing[S].price == 4000
+    eng = drive(Engine(SC), [OFFER_30, (S, [('wait_for_response', {})])])
+    assert eng.outcome is None and eng.turn is B
+    assert eng.take(B).results[-1].content['woke_by'] == 'opponent_passed'
+
+def test_before_the_rules_one_wait_ended_the_game():
+    old = Rules(counter_rejects=False, wake_on_pass=False)
+    assert drive(Engine(SC, old), [OFFER_30, (S, [('wait_for_response', {})])]).outcome.reason is EndReason.BOTH_IDLE
+    assert drive(Engine(SC, old), [(B, [('wait_for_response', {})])]).outcome.reason is EndReason.BOTH_IDLE
+
+def test_a_counter_offer_rejects_the_standing_offer():
+    "Mirror-image rule: after S1 counters B1, B1 no longer stands; with the rule off it stands and can be accepted."
+    script = [OFFER_30, (S, [('make_offer', {'price': 40}), ('accept_offer', {'offer_id': 'B1'})])]
+    eng = drive(Engine(SC), script)
+    res = eng.take(S).results
+    assert res[0].content['rejected'] == 'B1' and res[1].content['error'] == 'stale_offer'
+    assert eng.standing[B] is None and eng.outcome is None
+    old = drive(Engine(SC, Rules(counter_rejects=False)), script)
+    assert old.outcome.reason is EndReason.DEAL and old.outcome.price == 3000
