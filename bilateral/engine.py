@@ -55,7 +55,8 @@ class Engine:
         self.standing = {Role.BUYER: None, Role.SELLER: None}
         self.offers = {}            # every offer ever made, by id
         self.first = Role(rules.first_mover)
-        self.turn, self.last, self.n_batches, self.passes = None, None, 0, 0   # passes: turns in a row with nothing visible
+        self.turn, self.last, self.n_batches = None, None, 0
+        self.passes = 0             # turns in a row with nothing visible in them
 
     @property
     def done(self) -> bool: return self.outcome is not None
