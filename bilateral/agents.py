@@ -1,4 +1,4 @@
-"""One small async interface for every kind of agent (scripted, OpenAI-compatible, local model, human), and a registry of kinds in which each kind parses and checks its own spec.
+"""One async interface for every kind of agent, and a registry of kinds that each parse their own spec.
 
 Docs: https://github.com/bilateral-dev/bilateral/agents.html.md"""
 

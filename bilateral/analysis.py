@@ -1,4 +1,4 @@
-"""Paired comparisons, a Bradley–Terry rating with intervals, breakdowns by price tier and ZOPA width, behaviour profiles, and the proportionality test across tiers.
+"""Paired comparisons, Bradley–Terry ratings, breakdowns by tier and ZOPA width, behaviour, proportionality.
 
 Docs: https://github.com/bilateral-dev/bilateral/analysis.html.md"""
 

@@ -1,4 +1,4 @@
-"""One prompt for both roles and one continuous tool-calling conversation per agent, shared by every language-model agent and by training: what a model sees when it plays is what it is trained on.
+"""One prompt and one tool-calling conversation per agent, shared by every language model and by training.
 
 Docs: https://github.com/bilateral-dev/bilateral/chat.html.md"""
 

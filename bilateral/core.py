@@ -1,4 +1,4 @@
-"""Money, roles, items, scenarios, offers, events and outcomes: the small immutable values every other module passes around.
+"""Money, roles, items, scenarios, offers, events, outcomes: the small immutable values every module passes.
 
 Docs: https://github.com/bilateral-dev/bilateral/core.html.md"""
 

@@ -1,4 +1,4 @@
-"""The bargaining game as a pure, deterministic state machine on a simulated clock. It never calls a model: a driver asks it who acts next, hands it that party's tool calls, and reads back each call's result.
+"""The bargaining game as a pure, deterministic state machine on a simulated clock, driven by tool calls.
 
 Docs: https://github.com/bilateral-dev/bilateral/engine.html.md"""
 

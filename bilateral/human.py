@@ -1,4 +1,4 @@
-"""Bargain yourself, in a terminal or a notebook cell, against any agent: the item, your private number, the clock and the other side's moves, and short commands.
+"""Bargain yourself, in a terminal or a notebook cell, against any agent, with short commands.
 
 Docs: https://github.com/bilateral-dev/bilateral/human.html.md"""
 

@@ -1,4 +1,4 @@
-"""An agent for any OpenAI-compatible endpoint: retries with backoff, adaptive concurrency, typed stops, token and cost accounting, and a content-addressed cache.
+"""An agent for any OpenAI-compatible endpoint: retries, adaptive concurrency, accounting, and a cache.
 
 Docs: https://github.com/bilateral-dev/bilateral/llm.html.md"""
 

@@ -1,4 +1,4 @@
-"""`hf:PATH` plays with a transformers model folder on this machine: the same prompt, the same tools through the model's chat template, and generation batched across the games that run at once.
+"""`hf:PATH`: a transformers model folder on this machine, generation batched across the running games.
 
 Docs: https://github.com/bilateral-dev/bilateral/local.html.md"""
 

@@ -1,4 +1,4 @@
-"""Altair charts of a run: price paths inside the ZOPA band, the leaderboard with intervals, surplus share by tier, concession curves, and deal rate against ZOPA width. Saved as PNG and as HTML that opens offline.
+"""Altair charts of a run, saved as PNG and as HTML that opens offline.
 
 Docs: https://github.com/bilateral-dev/bilateral/plots.html.md"""
 

@@ -1,4 +1,4 @@
-"""The rules of a game, what an agent sees, and the tool set: each tool one typed function whose docstring is its schema and whose body is its effect, checked by a strict validator with stable error codes.
+"""The game's rules, what an agent sees, and the tools: one typed function each, checked by a strict validator.
 
 Docs: https://github.com/bilateral-dev/bilateral/protocol.html.md"""
 

@@ -1,4 +1,4 @@
-"""Regenerate every table and figure of a run from its results store, and run the parameterised experiment notebooks end to end with papermill.
+"""Every table and figure of a run from its results store, and the experiment notebooks run with papermill.
 
 Docs: https://github.com/bilateral-dev/bilateral/report.html.md"""
 

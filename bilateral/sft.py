@@ -1,4 +1,4 @@
-"""Conversations of strong play as training samples in the tournament's exact format, TRL's SFTTrainer on assistant tokens only, and the tiny model trained on the scripted ladder, with the rate of its well-formed tool calls.
+"""Strong play as SFT samples in the tournament's exact format, TRL SFT, and the tiny model trained on the ladder.
 
 Docs: https://github.com/bilateral-dev/bilateral/sft.html.md"""
 

@@ -1,4 +1,4 @@
-"""Classic negotiation tactics as agents: time-dependent (boulware, linear, conceder), relative tit-for-tat, accommodating, hardliner, split-the-difference, and a random fuzzer.
+"""Classic negotiation tactics as agents: the scripted ladder, and a random fuzzer.
 
 Docs: https://github.com/bilateral-dev/bilateral/strategies.html.md"""
 

@@ -1,4 +1,4 @@
-"""A tokenizer trained on the project's own prompts and transcripts, a Qwen-style chat template with tools and generation markers, and a tiny Qwen3 model: the pieces `bilateral.sft` trains into a player. Nothing is downloaded.
+"""The tiny offline model's parts: a tokenizer, a Qwen-style chat template and a tiny Qwen3. No downloads.
 
 Docs: https://github.com/bilateral-dev/bilateral/tiny.html.md"""
 
