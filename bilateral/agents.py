@@ -15,8 +15,8 @@ from .core import BilateralError, ConfigError, EndReason
 from .protocol import Brief, Observation, ToolCall
 
 # %% auto #0
-__all__ = ['REGISTRY', 'Agent', 'AgentStop', 'AgentKind', 'register_agent', 'load_agent_kinds', 'agent_kind', 'check_spec',
-           'make_agent', 'display_name']
+__all__ = ['REGISTRY', 'LOAD_ERRORS', 'Agent', 'AgentStop', 'AgentKind', 'split_spec', 'register_agent', 'load_agent_kinds',
+           'agent_kind', 'check_spec', 'make_agent', 'display_name']
 
 # %% ../nbs/04_agents.ipynb #309cefc1
 class Agent:
@@ -68,6 +68,12 @@ class AgentKind:
         return self.name + arg + ('[?' + '&'.join(f'{k}=..' for k in self.options) + ']' if self.options else '')
 
 # %% ../nbs/04_agents.ipynb #15fa4f22
+def split_spec(spec: str) -> tuple[str, str, str | None]:
+    "(name, argument, query or None) of a spec `NAME[:ARG][?QUERY]`."
+    head, q, query = str(spec).partition('?')
+    name, _, arg = head.partition(':')
+    return name, arg, query if q else None
+
 def _options(kind: AgentKind, spec: str, query: str) -> dict:
     "The typed options of a spec's query string."
     opts = {}
@@ -82,22 +88,23 @@ def _options(kind: AgentKind, spec: str, query: str) -> dict:
 @patch
 def parse(self: AgentKind, spec: str) -> tuple[str | None, dict]:
     "(argument or None, typed options) of a spec of this kind; `ConfigError` naming what is wrong."
-    head, q, query = str(spec).partition('?')
-    arg = head.partition(':')[2]
+    _, arg, query = split_spec(spec)
     if arg and not self.arg:
         raise ConfigError(f'agent {self.name} takes no argument, got {spec!r}; spec: {self.usage()}')
     if self.needs_arg and not arg: raise ConfigError(f'agent {self.name} needs an argument: {self.usage()}')
-    if q and not self.options: raise ConfigError(f'agent {self.name} takes no options, got {spec!r}')
-    return arg or None, _options(self, spec, query)
+    if query is not None and not self.options:
+        raise ConfigError(f'agent {self.name} takes no options, got {spec!r}')
+    return arg or None, _options(self, spec, query or '')
 
 # %% ../nbs/04_agents.ipynb #b9435aeb
+def _display(name: str, arg: str, short: Callable | None, width: int) -> str:
+    s = f'{name}:{short(arg) if short else arg}' if arg else name
+    return s if len(s) <= width else s[:width - 1] + '~'
+
 @patch
 def display(self: AgentKind, spec: str, width: int = 22) -> str:
     "A short display name for a spec of this kind: options dropped, a long argument shortened by the kind."
-    arg = str(spec).partition('?')[0].partition(':')[2]
-    if arg and self.short: arg = self.short(arg)
-    s = f'{self.name}:{arg}' if arg else self.name
-    return s if len(s) <= width else s[:width - 1] + '~'
+    return _display(self.name, split_spec(spec)[1], self.short, width)
 
 # %% ../nbs/04_agents.ipynb #a784defd
 REGISTRY: dict[str, AgentKind] = {}
@@ -106,18 +113,27 @@ def register_agent(name: str, factory: Callable, description: str, **grammar) ->
     "Make `name` usable wherever an agent spec is accepted; `grammar` as in `AgentKind` (arg, options, ...)."
     REGISTRY[name] = AgentKind(name, factory, description, **grammar)
 
+LOAD_ERRORS: dict[str, str] = {}   # entry points that could not be imported, and why
+_loaded = False
+
 def load_agent_kinds() -> dict[str, AgentKind]:
-    "Import the modules that declare agent kinds (entry points `bilateral.agents` of installed packages)."
-    for ep in entry_points(group='bilateral.agents'): ep.load()
+    "Import, once, the modules that declare agent kinds (entry points `bilateral.agents`); a broken one is skipped."
+    global _loaded
+    if not _loaded:
+        for ep in entry_points(group='bilateral.agents'):
+            try: ep.load()
+            except Exception as e: LOAD_ERRORS[ep.value] = f'{type(e).__name__}: {e}'
+        _loaded = True
     return REGISTRY
 
 # %% ../nbs/04_agents.ipynb #bc910f65
 def agent_kind(spec: str) -> AgentKind:
     "The registered kind of a spec (`ConfigError` for an unknown name)."
-    name = str(spec).partition('?')[0].partition(':')[0]
+    name = split_spec(spec)[0]
     if name not in REGISTRY: load_agent_kinds()
-    if name not in REGISTRY: raise ConfigError(f"unknown agent {str(spec)!r}; known: {', '.join(sorted(REGISTRY))}")
-    return REGISTRY[name]
+    if name in REGISTRY: return REGISTRY[name]
+    broken = ''.join(f'; could not load {m} ({why})' for m, why in LOAD_ERRORS.items())
+    raise ConfigError(f"unknown agent {str(spec)!r}; known: {', '.join(sorted(REGISTRY))}{broken}")
 
 def check_spec(spec: str) -> str:
     "A spec checked against its kind's grammar without building an agent; returned as it is."
@@ -137,5 +153,6 @@ def make_agent(spec: str | Agent) -> Agent:
 
 def display_name(spec: str, width: int = 22) -> str:
     "A short display name for any spec; a name no kind knows is shown as it is, without options."
-    try: return agent_kind(spec).display(spec, width)
-    except ConfigError: return AgentKind(str(spec).partition('?')[0].partition(':')[0], dict, '').display(spec, width)
+    name, arg, _ = split_spec(spec)
+    kind = REGISTRY.get(name) or load_agent_kinds().get(name)
+    return _display(name, arg, kind.short if kind else None, width)

@@ -54,8 +54,8 @@ RULE_LINES = {   # the rules that can be switched off, as the prompt states them
     'counter_rejects': "- Making an offer while the other party's offer stands rejects theirs: it can no longer be "
                        'accepted.',
     'wake_on_pass': '- A turn in which you do nothing visible (no offer, acceptance, rejection, message or quit) is '
-                    'a pass: the other party then gets a turn. Two passes in a row, one by each party, end the '
-                    'negotiation without a deal.',
+                    'a pass. When your latest turn and the other party\'s latest turn are both passes and no wait '
+                    'timer is running, the negotiation ends without a deal.',
 }
 
 # %% ../nbs/05b_chat.ipynb #55d1bdc9
@@ -228,4 +228,4 @@ class Narrator(ChatAgent):
         return Reply('', [{'id': '', 'name': c.name, 'arguments': a} for c, a in zip(calls, args)], 'tool_calls')
 
 register_agent('narrated', lambda arg: Narrator(arg or 'linear'), 'a scripted agent that keeps a chat conversation',
-               arg='NAME', short=str)
+               arg='NAME')

@@ -11,11 +11,12 @@ from dataclasses import asdict
 from fastcore.basics import patch
 from .core import BilateralError, EndReason, Event, Item, Offer, Outcome, ReplayError, Role, Scenario
 from .core import derive_seed, dumps
-from .protocol import TOOLS, Brief, Limits, Observation, Rules, Tool, ToolCall, ToolError, ToolResult
+from .protocol import BEFORE_RULES, TOOLS, Brief, Limits, Observation, Rules, Tool, ToolCall, ToolError
+from .protocol import ToolResult
 from .protocol import plain_arguments, validate_call
 
 # %% auto #0
-__all__ = ['ACTIVE', 'WAITING', 'SLEEPING', 'DONE', 'BEFORE_RULES', 'Engine', 'scenario_json', 'scenario_from_json', 'replay']
+__all__ = ['ACTIVE', 'WAITING', 'SLEEPING', 'DONE', 'Engine', 'scenario_json', 'scenario_from_json', 'replay']
 
 # %% ../nbs/03_engine.ipynb #32b2474d
 ACTIVE, WAITING, SLEEPING, DONE = 'active', 'waiting', 'sleeping', 'done'
@@ -23,14 +24,15 @@ ACTIVE, WAITING, SLEEPING, DONE = 'active', 'waiting', 'sleeping', 'done'
 class _Party:
     "One party's seat in one engine (never shared between games), and the moves a tool's body makes through it."
     __slots__ = ('eng', 'role', 'name', 'prefix', 'opp', 'status', 'until', 'seen', 'news', 'used', 'batch',
-                 'deferred', 'record', 'update', 'invalid', 'n_offers', 'rng', 'closing', 'started', 'visible')
+                 'deferred', 'record', 'update', 'invalid', 'n_offers', 'rng', 'closing', 'started', 'visible',
+                 'passed')
 
     def __init__(self, eng, role, rng):
         self.eng, self.role, self.name, self.prefix, self.rng = eng, role, role.value, role.value[0].upper(), rng
         self.status, self.until, self.seen, self.news, self.used = WAITING, None, 0, False, set()
         self.batch, self.deferred, self.record, self.update = [], -1, None, None
         self.invalid, self.n_offers, self.closing = 0, 0, None
-        self.started, self.visible = False, False     # has had a turn; did something visible this turn
+        self.started, self.visible, self.passed = False, False, False   # had a turn; visible now; last turn passed
 
     @property
     def now(self) -> float: return self.eng.now
@@ -56,7 +58,6 @@ class Engine:
         self.offers = {}            # every offer ever made, by id
         self.first = Role(rules.first_mover)
         self.turn, self.last, self.n_batches = None, None, 0
-        self.passes = 0             # turns in a row with nothing visible in them
 
     @property
     def done(self) -> bool: return self.outcome is not None
@@ -74,8 +75,7 @@ def post_offer(self: _Party, price: int, text: str = '') -> Offer:
     eng = self.eng
     o = Offer(f'{self.prefix}{self.n_offers}', self.role, price, eng.now)
     eng.standing[self.role] = eng.offers[o.id] = o
-    self.opp.news = self.visible = True
-    eng.events.append(Event(o.t, self.role, 'offer', o.id, price, text))
+    self.log_event('offer', o, text)
     return o
 
 @patch
@@ -163,7 +163,7 @@ def _due(self: Engine):
         elif p.status == SLEEPING: t, why = max(p.until, self.now), 'timer'
         else: continue
         if best is None or t < best[0]: best = (t, p.role, why)
-    if best is None and fair and self.passes == 1: best = (self.now, last.opp.role, 'opponent_passed')
+    if best is None and fair and not last.opp.passed: best = (self.now, last.opp.role, 'opponent_passed')
     return best
 
 @patch
@@ -199,7 +199,7 @@ def _check_state(self: Engine, p: _Party, tool: Tool, args: dict):
     "Raise `ToolError` when calling `tool` is not possible now."
     if tool.name in p.used: raise ToolError('one_action_per_turn', f'{tool.name} was already used this turn')
     for k in tool.offer_fields:
-        oid, theirs = args[k], self.standing[p.role.other]
+        oid, theirs = args[k], p.theirs
         o = self.offers.get(oid)
         if o is None: raise ToolError('unknown_offer', f'no offer has id {oid!r}')
         if o.role is p.role: raise ToolError('illegal_in_state', f'{oid} is your own offer')
@@ -294,7 +294,7 @@ def submit(self: Engine, role: Role, calls: list) -> None:
         p.batch.append(ToolResult(c.id, c.name, res))
     if over and self.outcome is None:
         self.turn, self.last = None, role
-        self.passes = 0 if p.visible else self.passes + 1
+        p.passed = not p.visible
 
 # %% ../nbs/03_engine.ipynb #16e0d738
 @patch
@@ -344,13 +344,10 @@ def _actions(log):
     return out
 
 # %% ../nbs/03_engine.ipynb #29b71e80
-BEFORE_RULES = {'counter_rejects': False, 'wake_on_pass': False}   # how games were played before these rules existed
-
 def replay(t: dict) -> Engine:
     "Re-run a transcript through a fresh engine; raise `ReplayError` at the first difference."
     t = {**t, 'rules': {**BEFORE_RULES, **t['rules']}}        # a record from before a rule existed played without it
-    rules = Rules(**{**t['rules'], 'latency': tuple(t['rules']['latency'])})
-    eng = Engine(scenario_from_json(t['scenario']), rules, t['seed'])
+    eng = Engine(scenario_from_json(t['scenario']), Rules.from_json(t['rules']), t['seed'])
     for kind, role, *rest in _actions(t['log']):
         if kind == 'fail':
             why, reason, before_start = rest

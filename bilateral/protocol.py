@@ -13,9 +13,9 @@ from fastcore.basics import patch
 from .core import BilateralError, ConfigError, EndReason, Item, Role
 
 # %% auto #0
-__all__ = ['ERROR_CODES', 'FORMAT_ERRORS', 'Price', 'Seconds', 'OfferId', 'Text', 'Message', 'TOOLS', 'Rules', 'Brief',
-           'ToolCall', 'ToolResult', 'Observation', 'ToolError', 'Limits', 'Kind', 'Tool', 'tool', 'openai_tools',
-           'make_offer', 'accept_offer', 'reject_offer', 'send_message', 'wait_for_response', 'wait',
+__all__ = ['BEFORE_RULES', 'ERROR_CODES', 'FORMAT_ERRORS', 'Price', 'Seconds', 'OfferId', 'Text', 'Message', 'TOOLS', 'Rules',
+           'Brief', 'ToolCall', 'ToolResult', 'Observation', 'ToolError', 'Limits', 'Kind', 'Tool', 'tool',
+           'openai_tools', 'make_offer', 'accept_offer', 'reject_offer', 'send_message', 'wait_for_response', 'wait',
            'quit_negotiation', 'parse_arguments', 'plain_arguments', 'validate_call']
 
 # %% ../nbs/02_protocol.ipynb #73998041
@@ -30,7 +30,7 @@ class Rules:
     price_cap: float = 100.0             # highest price, as a multiple of the listing price
     max_message: int = 2000              # characters in a message, note or reason
     counter_rejects: bool = True         # an offer rejects the opponent's standing offer (the mirror-image rule)
-    wake_on_pass: bool = True            # a pass wakes the opponent; two passes in a row end the game (both idle)
+    wake_on_pass: bool = True            # a pass wakes the opponent; both passing ends the game (both idle)
 
     def __post_init__(self):
         lo, hi = self.latency
@@ -38,6 +38,15 @@ class Rules:
             raise ConfigError(f'inconsistent rules: {self}')
         if self.first_mover not in ('buyer', 'seller'):
             raise ConfigError(f"first_mover must be 'buyer' or 'seller', got {self.first_mover!r}")
+
+# %% ../nbs/02_protocol.ipynb #44c9a8d2
+BEFORE_RULES = {'counter_rejects': False, 'wake_on_pass': False}   # how games were played before these rules existed
+
+@patch(cls_method=True)
+def from_json(cls: Rules, d: dict) -> Rules:
+    "The rules of a stored record (`asdict` of a `Rules`); keys it lacks take their value from before they existed."
+    d = {**BEFORE_RULES, **d}
+    return cls(**{**d, 'latency': tuple(d.get('latency', Rules.latency))})
 
 # %% ../nbs/02_protocol.ipynb #f8b61566
 @dataclass(frozen=True)
@@ -164,8 +173,6 @@ Text = Kind('string', lambda name, x, lim: _text(name, x, lim.max_text))
 Message = Kind('string', _message)
 
 # %% ../nbs/02_protocol.ipynb #62369ca7
-_JSON_TYPE = {'number': float, 'string': str}
-
 def _arg_docs(doc: str) -> dict[str, str]:
     "The `Args:` section of a Google-style docstring as {name: description}."
     m = re.search(r'Args:\n(.*)', doc or '', re.S)
@@ -224,14 +231,13 @@ def openai_tools() -> list[dict]:
 @tool()
 def make_offer(game, price: Price, note: Text = '') -> dict:
     """Make a binding offer to trade at `price`. It replaces your previous offer and stands until you replace it
-    or the other party accepts or rejects it. Under the usual rules it also rejects the other party's standing offer.
+    or the other party accepts or rejects it.
 
     Args:
         price: The price in dollars, a plain number such as 120 or 99.5.
         note: An optional short message delivered with the offer.
     """
-    theirs = game.theirs if game.rules.counter_rejects else None
-    if theirs is not None: game.drop_theirs()
+    theirs = game.drop_theirs() if game.rules.counter_rejects else None
     o = game.post_offer(price, note)
     res = {'ok': True, 'offer_id': o.id, 'price': o.price / 100, 'now': round(o.t, 2)}
     if theirs is not None: res['rejected'] = theirs.id

@@ -84,10 +84,8 @@ def to_json(self: TournamentSpec) -> dict:
 @patch(cls_method=True)
 def from_json(cls: TournamentSpec, d: dict) -> TournamentSpec:
     "The spec that `to_json` wrote."
-    r = d.get('rules') or {}
     agents = tuple(d['agents'])
-    rules = Rules(**{**r, 'latency': tuple(r.get('latency', Rules.latency))})
-    return cls(**{**d, 'agents': agents, 'rules': rules})
+    return cls(**{**d, 'agents': agents, 'rules': Rules.from_json(d.get('rules') or {})})
 
 # %% ../nbs/09_tournament.ipynb #63406fb5
 class GameTask(NamedTuple):

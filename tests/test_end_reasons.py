@@ -69,7 +69,10 @@ def test_quit():
     assert (o.reason, o.by, o.price) == (EndReason.QUIT, S, None)
 
 def test_both_idle():
-    assert both_idle().outcome.reason is EndReason.BOTH_IDLE
+    "Both parties' latest turns are passes: the game ends at the time of the second pass, by nobody."
+    eng = both_idle()
+    assert (eng.outcome.reason, eng.outcome.by, eng.outcome.t) == (EndReason.BOTH_IDLE, None, eng.now)
+    assert eng.parties[B].passed and eng.parties[S].passed
 
 def test_deadline_on_wake():
     o = deadline_on_wake().outcome
@@ -116,7 +119,8 @@ def test_seller_moves_first():
 def test_waiting_party_sees_final_outcome():
     eng = deal()
     final = eng.take(B).results[-1].content
-    expected = {'reason': 'deal', 'deal': True, 'price': 30.0, 'by': 'seller', 't': final['game_over']['t']}
+    expected = {'reason': 'deal', 'deal': True, 'price': 30.0, 'by': 'seller', 't': round(eng.outcome.t, 2)}
+    assert expected['t'] > 0
     assert final['game_over'] == expected
 
 def test_driver_misuse_raises():
@@ -133,6 +137,16 @@ def test_one_wait_does_not_end_the_game():
     eng = drive(Engine(SC), [OFFER_30, (S, [('wait_for_response', {})])])
     assert eng.outcome is None and eng.turn is B
     assert eng.take(B).results[-1].content['woke_by'] == 'opponent_passed'
+
+def test_two_passes_by_one_party_do_not_end_the_game():
+    "A timed wait is a pass too, but the seller's latest turn was a counter-offer: the seller gets a turn."
+    script = [OFFER_30, (S, [('make_offer', {'price': 40}), ('wait_for_response', {})]),
+              (B, [('wait', {'seconds': 10})]), (B, [('wait_for_response', {})])]
+    eng = drive(Engine(SC), script)
+    assert eng.outcome is None and eng.turn is S
+    assert eng.take(S).results[-1].content['woke_by'] == 'opponent_passed'
+    eng.submit(S, [ToolCall('wait_for_response', {})])
+    assert eng.next_turn() is None and eng.outcome.reason is EndReason.BOTH_IDLE
 
 def test_before_the_rules_one_wait_ended_the_game():
     old = Rules(counter_rejects=False, wake_on_pass=False)
