@@ -16,10 +16,10 @@ __all__ = ['BEHAVIOUR', 'paired_comparison', 'bradley_terry', 'breakdown', 'beha
 
 # %% ../nbs/10_analysis.ipynb #f76ee5c8
 def _paired_wide(rows, role: str, measure: str) -> pd.DataFrame:
-    "One row per (opponent, seed), one column per agent: the agent's `measure` in `role` in that game."
+    "One row per (opponent, seed), one column per agent: the agent's `measure` in `role` in that game, as a float."
     rt = role_table(rows)
-    return rt[rt['role'] == role].pivot_table(index=['opponent', 'seed'], columns='agent', values=measure,
-                                              aggfunc='first')
+    rt = rt[rt['role'] == role].astype({measure: float})
+    return rt.pivot_table(index=['opponent', 'seed'], columns='agent', values=measure, aggfunc='first')
 
 # %% ../nbs/10_analysis.ipynb #5e01f9c6
 def _paired_row(role: str, a: str, b: str, d: np.ndarray, measure: str, n_boot: int, seed: int) -> dict:
@@ -83,8 +83,11 @@ def _elo(p: np.ndarray) -> np.ndarray:
 
 # %% ../nbs/10_analysis.ipynb #2c9f7065
 def bradley_terry(rows, n_boot: int = 200, seed: int = 0) -> pd.DataFrame:
-    "Bradley–Terry ratings (Elo scale) with bootstrap 95% intervals over scenarios."
+    "Bradley–Terry ratings (Elo scale) with bootstrap 95% intervals over scenarios; missing without any match."
     agents, W = _win_matrices(rows)
+    if not W.sum():
+        names = sorted(role_table(rows)['agent'].unique())
+        return pd.DataFrame({'agent': names, 'rating': math.nan, 'lo': math.nan, 'hi': math.nan, 'matches': 0.0})
     point = _elo(_bt_fit(W.sum(0)))
     rng = np.random.default_rng(seed)
     boots = np.array([_elo(_bt_fit(W[rng.integers(0, len(W), len(W))].sum(0))) for _ in range(n_boot)])
@@ -116,22 +119,39 @@ def _spreads(values: np.ndarray, labels: np.ndarray, k: int) -> np.ndarray:
     means = sums / np.where(counts > 0, counts, np.nan)
     return np.nanmax(means, 1) - np.nanmin(means, 1)
 
+# %% ../nbs/10_analysis.ipynb #af2d64cc
+_TIERS = ('low', 'mid', 'high')
+
+def _scenario_means(g: pd.DataFrame, measure: str) -> pd.DataFrame:
+    "The mean of `measure` over the games of each scenario (seed and tier), one row per scenario."
+    return g.astype({measure: float}).groupby(['seed', 'tier'], as_index=False)[measure].mean()
+
 # %% ../nbs/10_analysis.ipynb #6489b125
-def _tier_row(agent: str, role: str, g: pd.DataFrame, rng: np.random.Generator, n_perm: int) -> dict:
-    "Mean share per tier, the spread across tiers and its permutation p-value, for one agent's games in one role."
-    codes, names = pd.factorize(g['tier'])
-    v = g['share'].to_numpy(float)
+def _tier_columns(measure: str) -> list[str]:
+    "The columns of `tier_spread`."
+    by_tier = [f'{measure}_{t}{s}' for t in _TIERS for s in ('', '_lo', '_hi')]
+    return ['agent', 'role', *by_tier, 'spread', 'p_value', 'scenarios', 'games']
+
+def _tier_row(agent: str, role: str, g: pd.DataFrame, measure: str, rng: np.random.Generator, n_perm: int,
+              n_boot: int, seed: int) -> dict:
+    "Tier means of `measure` over scenarios with intervals, their spread and its p-value over scenario shuffles."
+    sc = _scenario_means(g, measure)
+    codes, names = pd.factorize(sc['tier'])
+    v = sc[measure].to_numpy(float)
     obs = _spreads(v, codes[None, :], len(names))[0]
     perm = _spreads(v, np.stack([rng.permutation(codes) for _ in range(n_perm)]), len(names))
-    means = g.groupby('tier')['share'].mean()
+    rec = {'agent': agent, 'role': role}
+    for t in _TIERS:
+        rec.update(zip((f'{measure}_{t}', f'{measure}_{t}_lo', f'{measure}_{t}_hi'),
+                       bootstrap_ci(v[sc['tier'].to_numpy() == t], n_boot, seed)))
     p_value = float((1 + np.sum(perm >= obs - 1e-12)) / (1 + n_perm))
-    return {'agent': agent, 'role': role, **{f'share_{t}': means.get(t, math.nan) for t in ('low', 'mid', 'high')},
-            'spread': float(obs), 'p_value': p_value, 'games': len(g)}
+    return {**rec, 'spread': float(obs), 'p_value': p_value, 'scenarios': len(sc), 'games': len(g)}
 
 # %% ../nbs/10_analysis.ipynb #2bb789b7
-def tier_spread(rows, n_perm: int = 1000, seed: int = 0) -> pd.DataFrame:
-    "Per agent and role: mean share by tier, the spread across tiers and its permutation p-value."
-    rt = role_table(rows).dropna(subset=['share'])
+def tier_spread(rows, n_perm: int = 1000, seed: int = 0, measure: str = 'share', n_boot: int = 1000) -> pd.DataFrame:
+    "Per agent and role: `measure` by tier over scenarios, the spread across tiers and its permutation p-value."
+    rt = role_table(rows).dropna(subset=[measure])
     rng = np.random.default_rng(seed)
-    out = [_tier_row(agent, role, g, rng, n_perm) for (agent, role), g in rt.groupby(['agent', 'role'])]
+    out = [_tier_row(a, r, g, measure, rng, n_perm, n_boot, seed) for (a, r), g in rt.groupby(['agent', 'role'])]
+    if not out: return pd.DataFrame(columns=_tier_columns(measure))
     return pd.DataFrame(out).sort_values(['role', 'spread']).reset_index(drop=True)

@@ -39,7 +39,7 @@ async def _play_all(scenarios, buyer, seller, rules, seed):
 def bench(n: int = 2000, buyer: str = 'boulware', seller: str = 'boulware', seed: int = 0,
           rules: Rules = Rules()) -> dict:
     "Games/s and events/s of `n` scripted games, and the overhead ratio against the reference loop."
-    scenarios = sample_scenarios(n, 'always-zopa', seed)
+    scenarios = sample_scenarios(n, 'list-high', seed)
     t0 = time.perf_counter()
     events = run_sync(_play_all(scenarios, buyer, seller, rules, seed))
     dt = time.perf_counter() - t0
@@ -99,7 +99,7 @@ def bench_llm(ks=(1, 16, 64, 256), latency_ms: int = 200, per_slot: int = 8) -> 
     with serve() as srv:
         for k in ks:
             spec = f'openai:ok-{latency_ms}ms@{srv.url}?cache=off&concurrency={k}'
-            scs = sample_scenarios(k * per_slot, 'always-zopa', 1)
+            scs = sample_scenarios(k * per_slot, 'list-high', 1)
             games, dt = run_sync(_timed_games(spec, scs, k))
             out.append(_llm_row(k, games, dt, latency_ms))
     return out

@@ -8,7 +8,7 @@ Docs: https://github.com/bilateral-dev/bilateral/cli.html.md"""
 from __future__ import annotations
 import argparse, json, sqlite3, sys, textwrap
 from pathlib import Path
-from .scenarios import PRESETS, load_catalogue, make_scenario, sample_scenarios
+from .scenarios import DEFAULT_PRESET, PRESETS, load_catalogue, make_scenario, sample_scenarios
 from .protocol import Rules
 from .core import BilateralError, ConfigError, dumps
 from .agents import display_name, load_agent_kinds, make_agent
@@ -56,7 +56,7 @@ def _add_agents(sub):
 def _add_game_options(p, item_help=None):
     "The options that choose and time a game, shared by `run` and `play`."
     p.add_argument('--seed', type=int, default=0)
-    p.add_argument('--preset', default='always-zopa', choices=list(PRESETS))
+    p.add_argument('--preset', default=DEFAULT_PRESET, choices=list(PRESETS))
     p.add_argument('--item', default=None, help=item_help)
     p.add_argument('--catalogue', default=None)
     p.add_argument('--deadline', type=float, default=Rules.deadline)
@@ -115,7 +115,8 @@ def cmd_tournament(a) -> str:
     "Play a paired round-robin into a run directory."
     from bilateral.tournament import TournamentSpec, run_tournament
     agents = tuple(x for x in a.agents.split(',') if x)
-    spec = TournamentSpec(agents, a.games_per_pair, a.preset, a.seed, not a.no_self_play)
+    spec = TournamentSpec(agents, a.games_per_pair, a.preset, a.seed, not a.no_self_play,
+                          first_mover=a.first_mover)
     limits = _agent_limits(a.agent_limit)
     try: s = run_tournament(spec, a.out, concurrency=a.concurrency, agent_limits=limits, progress=not a.quiet,
                             extend=a.extend)
@@ -140,7 +141,9 @@ def _add_tournament(sub):
     t.add_argument('--seed', type=int, default=0)
     t.add_argument('--out', required=True, help='run directory')
     t.add_argument('--concurrency', type=int, default=8)
-    t.add_argument('--preset', default='always-zopa', choices=list(PRESETS))
+    t.add_argument('--preset', default=DEFAULT_PRESET, choices=list(PRESETS))
+    t.add_argument('--first-mover', default='alternate', choices=['buyer', 'seller', 'alternate'],
+                   help='who moves first: alternate (default) switches between the paired scenarios')
     t.add_argument('--agent-limit', action='append', default=[], metavar='AGENT=K',
                    help='at most K concurrent games of AGENT')
     t.add_argument('--no-self-play', action='store_true')

@@ -133,6 +133,7 @@ OUTCOME_METRICS = [
     Metric('utility', lambda g, role: g.gain(role) / 100, per_role=True),
     Metric('share', _share, per_role=True, board=True, rank=-1),
     Metric('share_if_deal', lambda t: t['share'].where(t['deal']), per_role=True, kind='table', board=True, rank=-1),
+    Metric('gain_list', lambda t: t['utility'] / t['listing_price'], per_role=True, kind='table', board=True),
     Metric('efficiency', _efficiency, board=True),
     Metric('ir_violation', lambda g, role: g.gain(role) < 0, per_role=True, board=True),
     Metric('end_reason', lambda g: g.outcome.reason.value),
@@ -219,9 +220,10 @@ METRICS = OUTCOME_METRICS + BEHAVIOUR_METRICS
 
 # %% ../nbs/07_metrics.ipynb #491c47ca
 def _scenario_columns(r: GameResult) -> dict:
-    "The pairing and the scenario labels of one game (money in dollars)."
+    "The pairing, the first mover and the scenario labels of one game (money in dollars)."
     sc = r.scenario
-    return {'seed': r.seed, 'buyer': r.agents['buyer'], 'seller': r.agents['seller'], 'item_id': sc.item.id,
+    return {'seed': r.seed, 'buyer': r.agents['buyer'], 'seller': r.agents['seller'],
+            'first_mover': r.transcript['rules']['first_mover'], 'item_id': sc.item.id,
             'category': sc.item.category, 'tier': sc.tier, 'preset': sc.preset,
             'listing_price': sc.item.listing_price / 100, 'buyer_value': sc.buyer_value / 100,
             'seller_cost': sc.seller_cost / 100, 'zopa': sc.zopa / 100, 'has_zopa': sc.has_zopa,
@@ -248,7 +250,7 @@ def game_row(r: GameResult, metrics: list[Metric] = METRICS) -> dict:
     return row
 
 # %% ../nbs/07_metrics.ipynb #4123b059
-_KEYS = ['seed', 'tier', 'zopa_width', 'has_zopa']
+_KEYS = ['seed', 'tier', 'zopa_width', 'has_zopa', 'listing_price']
 
 def _by_rank(metrics: list[Metric]) -> list[Metric]:
     "Lower ranks first, then definition order."
@@ -310,23 +312,57 @@ def aggregate(roles: pd.DataFrame, by=('agent', 'role', 'tier', 'zopa_width'), m
         out.append(rec)
     return pd.DataFrame(out)
 
+# %% ../nbs/07_metrics.ipynb #b0ee279d
+_ROLE_ORDER = {'buyer': 0, 'seller': 1, 'both': 2}
+
+def _self_baseline(rt: pd.DataFrame) -> dict[str, float]:
+    "Mean share per role over the self-play games (buyer spec equals seller spec); missing without any."
+    own = rt[rt['agent'] == rt['opponent']]
+    return {r: float(own.loc[own['role'] == r, 'share'].mean()) for r in ('buyer', 'seller')}
+
+# %% ../nbs/07_metrics.ipynb #adcfcd88
+def _with_vs_self(agg: pd.DataFrame, rt: pd.DataFrame, by: tuple, base: dict) -> pd.DataFrame:
+    "`agg` (grouped by `by`) with the share minus the self-play baseline, weighted like the group's games."
+    b = rt['role'].map(base).where(rt['share'].notna())
+    b = b.groupby([rt[c] for c in by]).mean().rename('_base')
+    out = agg.join(b, on=list(by))
+    for s in ('', '_lo', '_hi'): out[f'vs_self{s}'] = out[f'share{s}'] - out['_base']
+    return out.drop(columns='_base')
+
 # %% ../nbs/07_metrics.ipynb #fa971537
 def leaderboard(rows: list[dict] | pd.DataFrame, n_boot: int = 1000, seed: int = 0,
                 metrics: list[Metric] = METRICS) -> pd.DataFrame:
-    "Per agent and role: share (unconditional and if deal), deal rate, efficiency, IR violations, invalid calls."
+    "Per agent in each role and over both roles: the board measures with intervals, and the share against self-play."
     board = [m.name for m in _by_rank(metrics) if m.board]
-    agg = aggregate(role_table(rows, metrics), by=('agent', 'role'), measures=board, n_boot=n_boot, seed=seed)
-    return agg.sort_values(['role', 'share'], ascending=[True, False]).reset_index(drop=True)
+    rt = role_table(rows, metrics)
+    base = _self_baseline(rt)
+    roles = _with_vs_self(aggregate(rt, ('agent', 'role'), board, n_boot, seed), rt, ('agent', 'role'), base)
+    both = _with_vs_self(aggregate(rt, ('agent',), board, n_boot, seed), rt, ('agent',), base)
+    both.insert(1, 'role', 'both')
+    lb = pd.concat([roles, both], ignore_index=True)
+    lb['_order'] = lb['role'].map(_ROLE_ORDER)
+    lb = lb.sort_values(['_order', 'share', 'agent'], ascending=[True, False, True], kind='stable')
+    return lb.drop(columns='_order').reset_index(drop=True)
 
 # %% ../nbs/07_metrics.ipynb #703bbc90
-_HEADER = (f"{'role':<7}{'agent':<23}{'games':>6}  {'share [95% CI]':<24}{'share|deal':>11}{'deal rate':>11}"
-           f"{'IR viol.':>10}{'invalid/g':>10}")
+_HEADER = (f"{'role':<7}{'agent':<23}{'games':>6}  {'share [95% CI]':<24}{'vs self':>8}{'gain/L':>8}"
+           f"{'share|deal':>11}{'deal rate':>10}{'IR viol.':>9}{'invalid/g':>10}")
+
+def _cell(x, spec: str) -> str:
+    "A number in the format `spec`, or '-' when it is missing."
+    return '-' if x is None or pd.isna(x) else format(x, spec)
+
+def _fit(s: str, width: int = 22) -> str:
+    "`s` cut to `width` characters, ending in `~` when cut."
+    return s if len(s) <= width else s[:width - 1] + '~'
 
 def format_leaderboard(lb: pd.DataFrame, name: Callable = str) -> str:
     "A leaderboard as a fixed-width text table with intervals; `name` shortens an agent spec for display."
     lines = [_HEADER]
     for _, r in lb.iterrows():
-        ci = f"{r['share']:.3f} [{r['share_lo']:.3f}, {r['share_hi']:.3f}]"
-        lines.append(f"{r['role']:<7}{name(r['agent']):<23}{r['games']:>6}  {ci:<24}{r['share_if_deal']:>11.3f}"
-                     f"{r['deal']:>11.3f}{r['ir_violation']:>10.3f}{r['invalid_calls']:>10.2f}")
+        ci = f"{_cell(r['share'], '.3f')} [{_cell(r['share_lo'], '.3f')}, {_cell(r['share_hi'], '.3f')}]"
+        lines.append(f"{r['role']:<7}{_fit(name(r['agent'])):<23}{r['games']:>6}  {ci:<24}"
+                     f"{_cell(r.get('vs_self'), '+.3f'):>8}{_cell(r.get('gain_list'), '.3f'):>8}"
+                     f"{_cell(r['share_if_deal'], '.3f'):>11}{_cell(r['deal'], '.3f'):>10}"
+                     f"{_cell(r['ir_violation'], '.3f'):>9}{_cell(r['invalid_calls'], '.2f'):>10}")
     return '\n'.join(lines)

@@ -7,13 +7,14 @@ Docs: https://github.com/bilateral-dev/bilateral/plots.html.md"""
 # %% ../nbs/11_plots.ipynb #730ba673
 from __future__ import annotations
 from pathlib import Path
+import numpy as np
 import pandas as pd
 import altair as alt
 from .metrics import role_table, aggregate
 
 # %% auto #0
-__all__ = ['ZOPA_ORDER', 'save_chart', 'offers_frame', 'price_path_chart', 'leaderboard_chart', 'tier_chart', 'concession_curves',
-           'concession_chart', 'deal_rate_chart']
+__all__ = ['BANDS', 'ROLE_ORDER', 'ZOPA_ORDER', 'save_chart', 'offers_frame', 'price_path_chart', 'path_games', 'agent_order',
+           'leaderboard_chart', 'tier_chart', 'concession_curves', 'concession_chart', 'deal_rate_chart']
 
 # %% ../nbs/11_plots.ipynb #5f496132
 def save_chart(chart: alt.TopLevelMixin, stem: str | Path, scale: float = 2.0) -> dict:
@@ -33,26 +34,31 @@ def offers_frame(t: dict) -> pd.DataFrame:
     return pd.DataFrame(recs, columns=['t', 'role', 'price'])
 
 # %% ../nbs/11_plots.ipynb #ccbb2108
+BANDS = ['ZOPA', 'no ZOPA (gap)']
+
 def _zopa_band(v: float, c: float, T: float) -> alt.Chart:
-    "The band between the reservations over [0, T]: grey when it is a ZOPA (v > c), red when it is a gap."
-    band = pd.DataFrame({'lo': [min(v, c)], 'hi': [max(v, c)], 't0': [0.0], 't1': [T]})
-    return alt.Chart(band).mark_rect(opacity=0.18, color='grey' if v > c else 'red').encode(
-        x='t0:Q', x2='t1', y='lo:Q', y2='hi')
+    "The band between the reservations over [0, T], filled as 'ZOPA' (v > c) or 'no ZOPA (gap)', with its legend."
+    band = pd.DataFrame({'lo': [min(v, c)], 'hi': [max(v, c)], 't0': [0.0], 't1': [T], 'band': [BANDS[v <= c]]})
+    fill = alt.Fill('band:N', scale=alt.Scale(domain=BANDS, range=['#d9d9d9', '#fdd0a2']), title='between c and v',
+                    legend=alt.Legend(symbolType='square'))
+    return alt.Chart(band).mark_rect().encode(x='t0:Q', x2='t1', y='lo:Q', y2='hi', fill=fill)
 
 # %% ../nbs/11_plots.ipynb #13f75d54
 def _offer_lines(offers: pd.DataFrame, T: float) -> alt.Chart:
-    "Each party's offers as a step line with points, coloured by role, over [0, T]."
+    "Each party's offers as a step line with points, coloured by role (legend 'offers'), over [0, T]."
     x = alt.X('t:Q', title='simulated time (s)', scale=alt.Scale(domain=[0, T]))
-    colour = alt.Color('role:N', scale=alt.Scale(domain=['buyer', 'seller'], range=['#1f77b4', '#d62728']))
+    colour = alt.Color('role:N', scale=alt.Scale(domain=['buyer', 'seller'], range=['#1f77b4', '#d62728']),
+                       title='offers')
     return alt.Chart(offers).mark_line(point=True, interpolate='step-after').encode(
         x=x, y=alt.Y('price:Q', title='price ($)'), color=colour)
 
 # %% ../nbs/11_plots.ipynb #1aefe5e3
 def _deal_point(o: dict) -> alt.Chart:
-    "The deal of outcome `o` as a black diamond."
-    deal = pd.DataFrame({'t': [o['t']], 'price': [o['price']]})
-    return alt.Chart(deal).mark_point(shape='diamond', size=140, color='black', filled=True).encode(
-        x='t:Q', y='price:Q')
+    "The deal of outcome `o` as a black diamond, with a legend entry 'deal'."
+    deal = pd.DataFrame({'t': [o['t']], 'price': [o['price']], 'end': ['deal']})
+    shape = alt.Shape('end:N', scale=alt.Scale(domain=['deal'], range=['diamond']), title=None)
+    return alt.Chart(deal).mark_point(size=140, color='black', filled=True, opacity=1).encode(
+        x='t:Q', y='price:Q', shape=shape)
 
 # %% ../nbs/11_plots.ipynb #4a373bab
 def _path_title(t: dict, v: float, c: float) -> str:
@@ -74,15 +80,49 @@ def price_path_chart(t: dict, width: int = 420, height: int = 220) -> alt.LayerC
     if o and o['deal']: layers.append(_deal_point(o))
     return alt.layer(*layers).properties(width=width, height=height, title=_path_title(t, v, c))
 
+# %% ../nbs/11_plots.ipynb #e055f068
+def _spread(ranked: pd.Series, k: int) -> list:
+    "The index of `k` entries of `ranked` spread evenly from its first to its last (all of them if `k` is larger)."
+    if k >= len(ranked): return list(ranked.index)
+    if k <= 0: return []
+    return [ranked.index[i] for i in np.round(np.linspace(0, len(ranked) - 1, k)).astype(int)]
+
+# %% ../nbs/11_plots.ipynb #9b929b90
+def _representative(games: pd.DataFrame):
+    "The game_id whose buyer share is closest to the median of `games` (the smallest game_id on a tie)."
+    gap = (games['buyer_share'] - games['buyer_share'].median()).abs()
+    return games.assign(_gap=gap).sort_values(['_gap', 'game_id'])['game_id'].tolist()[0]
+
+# %% ../nbs/11_plots.ipynb #3319e47d
+def path_games(rows: pd.DataFrame, n: int = 4, pairs: list[tuple[str, str]] | None = None) -> list:
+    "Game ids of representative games with a ZOPA: one per pair, `n` pairs spread over the pairs' mean buyer share."
+    z = rows[rows['has_zopa'].astype(bool) & rows['buyer_share'].notna()]
+    by_pair = dict(list(z.groupby(['buyer', 'seller'])))
+    if pairs is None:
+        mean = z.groupby(['buyer', 'seller'])['buyer_share'].mean().sort_values(ascending=False, kind='stable')
+        pairs = _spread(mean[[b != s for b, s in mean.index]], n)
+        pairs += _spread(mean[[b == s for b, s in mean.index]], n - len(pairs))
+    return [_representative(by_pair[tuple(p)]) for p in pairs if tuple(p) in by_pair]
+
+# %% ../nbs/11_plots.ipynb #11767eab
+ROLE_ORDER = ['buyer', 'seller', 'both']
+
+def agent_order(lb: pd.DataFrame, measure: str = 'share') -> list[str]:
+    "Agents of a leaderboard, best first: by the 'both' row if there is one, else by the mean over the roles."
+    src = lb[lb['role'] == 'both'] if (lb['role'] == 'both').any() else lb
+    score = src.groupby('agent')[measure].mean().reindex(sorted(set(lb['agent'])))
+    return score.sort_values(ascending=False, na_position='last', kind='stable').index.tolist()
+
 # %% ../nbs/11_plots.ipynb #5bdc93a4
 def leaderboard_chart(lb: pd.DataFrame, measure: str = 'share') -> alt.FacetChart:
-    "Points with interval bars per agent, one panel per role."
-    base = alt.Chart(lb).encode(y=alt.Y('agent:N', sort='-x', title=None))
+    "Points with interval bars per agent, one panel per role (buyer, seller, both), agents best first."
+    roles = [r for r in ROLE_ORDER if r in set(lb['role'])] + sorted(set(lb['role']) - set(ROLE_ORDER))
+    base = alt.Chart(lb).encode(y=alt.Y('agent:N', sort=agent_order(lb, measure), title=None))
     x = alt.X(f'{measure}:Q', title=f'surplus {measure.replace("_", " ")}')
     pts = base.mark_point(filled=True, size=60).encode(x=x, tooltip=['agent', 'role', 'games', measure])
     bars = base.mark_rule().encode(x=f'{measure}_lo:Q', x2=f'{measure}_hi:Q')
-    panel = alt.layer(bars, pts).properties(width=260, height=alt.Step(18))
-    return panel.facet(column=alt.Column('role:N', title=None)).resolve_scale(y='independent')
+    panel = alt.layer(bars, pts).properties(width=220, height=alt.Step(18))
+    return panel.facet(column=alt.Column('role:N', sort=roles, title=None))
 
 # %% ../nbs/11_plots.ipynb #da138813
 def tier_chart(bd: pd.DataFrame, measure: str = 'share') -> alt.FacetChart:
@@ -95,25 +135,28 @@ def tier_chart(bd: pd.DataFrame, measure: str = 'share') -> alt.FacetChart:
 
 # %% ../nbs/11_plots.ipynb #c57feeee
 def _concession_points(t: dict, bins: int) -> list[dict]:
-    "Each offer of a game as agent, role, time bin and progress from the first offer toward the reservation."
+    "Each party's progress toward its reservation at the end of each time bin, its last offer carried forward."
     sc, T = t['scenario'], t['rules']['deadline']
     res = {'buyer': sc['buyer_value'] / 100, 'seller': sc['seller_cost'] / 100}
+    ends = np.arange(1, bins + 1) / bins * T
     recs = []
     for role, g in offers_frame(t).groupby('role'):
         x0, r = g['price'].iloc[0], res[role]
         if abs(r - x0) < 1e-9: continue
-        for tt, x in zip(g['t'], g['price']):
-            b = min(int(tt / T * bins), bins - 1)
-            recs.append({'agent': t['agents'][role], 'role': role, 'bin': b, 'concession': (x - x0) / (r - x0)})
+        progress = np.concatenate([[0.0], (g['price'].to_numpy() - x0) / (r - x0)]) + 0.0
+        state = progress[np.searchsorted(g['t'].to_numpy(), ends, side='right')]
+        agent = t['agents'][role]
+        recs += [{'agent': agent, 'role': role, 'bin': b, 'concession': float(s)} for b, s in enumerate(state)]
     return recs
 
 # %% ../nbs/11_plots.ipynb #1e9d0282
 def concession_curves(transcripts, bins: int = 10) -> pd.DataFrame:
-    "Mean normalised concession per agent, role and time bin."
+    "Mean normalised concession (last offer carried forward) and number of games per agent, role and time bin."
     recs = [r for t in transcripts for r in _concession_points(t, bins)]
     df = pd.DataFrame(recs, columns=['agent', 'role', 'bin', 'concession'])
-    out = df.groupby(['agent', 'role', 'bin'], as_index=False)['concession'].mean()
-    out['time'] = (out['bin'] + 0.5) / bins
+    out = df.groupby(['agent', 'role', 'bin'], as_index=False).agg(
+        concession=('concession', 'mean'), games=('concession', 'size'))
+    out['time'] = (out['bin'] + 1) / bins
     return out
 
 # %% ../nbs/11_plots.ipynb #ef9db2a4
@@ -121,7 +164,8 @@ def concession_chart(curves: pd.DataFrame) -> alt.FacetChart:
     "Mean normalised concession against normalised time per agent, one panel per role."
     x = alt.X('time:Q', title='time / deadline', scale=alt.Scale(domain=[0, 1]))
     y = alt.Y('concession:Q', title='concession toward own reservation')
-    lines = alt.Chart(curves).mark_line(point=True).encode(x=x, y=y, color='agent:N')
+    tip = ['agent', 'role', 'time', alt.Tooltip('concession:Q', format='.3f'), 'games']
+    lines = alt.Chart(curves).mark_line(point=True).encode(x=x, y=y, color='agent:N', tooltip=tip)
     return lines.properties(width=240, height=200).facet(column=alt.Column('role:N', title=None))
 
 # %% ../nbs/11_plots.ipynb #6196636f

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import altair as alt
 from .core import BilateralError, ConfigError
+from .scenarios import DEFAULT_PRESET
 from .strategies import LADDER
 from .store import Store, StoreError
 from .metrics import leaderboard
@@ -36,14 +37,13 @@ def report_tables(rows: pd.DataFrame, n_boot: int = 1000) -> dict[str, pd.DataFr
             'tier_spread': tier_spread(rows, n_perm=n_boot)}
 
 # %% ../nbs/12_report.ipynb #a8163415
-def _path_transcripts(store: Store, rows: pd.DataFrame, n_paths: int) -> list[dict]:
-    "Transcripts of the first game with a ZOPA of each of the first `n_paths` (buyer, seller) pairs in name order."
-    ordered = rows[rows['has_zopa']].sort_values(['buyer', 'seller', 'game_id'])
-    pairs = ordered.groupby(['buyer', 'seller'], sort=True).head(1).head(n_paths)
-    if not len(pairs): return []
-    where = 'game_id IN (%s)' % ','.join('?' * len(pairs))
-    chosen = {g: t for g, t in store.transcripts(where, tuple(pairs['game_id']))}
-    return [chosen[g] for g in pairs['game_id'] if g in chosen]
+def _path_transcripts(store: Store, rows: pd.DataFrame, n_paths: int, pairs: list | None = None) -> list[dict]:
+    "Transcripts of the representative games of `n_paths` pairs spread over the buyer's share (or of `pairs`)."
+    ids = plots.path_games(rows, n_paths, pairs)
+    if not ids: return []
+    where = 'game_id IN (%s)' % ','.join('?' * len(ids))
+    got = dict(store.transcripts(where, tuple(ids)))
+    return [got[g] for g in ids if g in got]
 
 # %% ../nbs/12_report.ipynb #f009bbe8
 def report_figures(store: Store, rows: pd.DataFrame, tables: dict, fig_dir: Path, n_boot: int = 1000,
@@ -97,22 +97,23 @@ def write_report(run_dir: str | Path, n_boot: int = 1000, figures: bool = True) 
 TINY_SPEC = 'hf:{tiny}?window=4'
 PROFILES = {
     'smoke': {'concurrency': 4, 'n_boot': 200, 'stages': [
-        {'name': '', 'agents': ['boulware', 'conceder', 'hardliner'], 'games_per_pair': 4, 'preset': 'mixed',
-         'seed': 0, 'self_play': True}]},
+        {'name': '', 'agents': ['boulware', 'conceder', 'hardliner'], 'games_per_pair': 4, 'preset': DEFAULT_PRESET,
+         'seed': 0, 'self_play': True, 'first_mover': 'alternate'}]},
     'offline': {'concurrency': 16, 'n_boot': 1000, 'tiny': {'n_games': 80, 'epochs': 2}, 'stages': [
-        {'name': '', 'agents': LADDER, 'games_per_pair': 103, 'preset': 'mixed', 'seed': 0, 'self_play': True},
-        {'name': 'tiny', 'agents': [TINY_SPEC] + LADDER, 'games_per_pair': 3, 'preset': 'mixed', 'seed': 0,
-         'self_play': False}]},
+        {'name': '', 'agents': LADDER, 'games_per_pair': 120, 'preset': DEFAULT_PRESET, 'seed': 0, 'self_play': True,
+         'first_mover': 'alternate', 'findings': True},
+        {'name': 'tiny', 'agents': [TINY_SPEC] + LADDER, 'games_per_pair': 4, 'preset': DEFAULT_PRESET, 'seed': 0,
+         'self_play': False, 'first_mover': 'alternate'}]},
     'paper': {'concurrency': 32, 'n_boot': 1000, 'stages': [
         {'name': '', 'agents': ['openai:gpt-4.1', 'openai:o4-mini',
                                 'openai:claude-sonnet-4@https://api.anthropic.com/v1/',
                                 'openai:gemini-2.5-pro@https://generativelanguage.googleapis.com/v1beta/openai/',
                                 'openai:deepseek-chat@https://api.deepseek.com/v1'],
-         'games_per_pair': 750, 'preset': 'mixed', 'seed': 0, 'self_play': False}]},
+         'games_per_pair': 750, 'preset': DEFAULT_PRESET, 'seed': 0, 'self_play': False, 'first_mover': 'alternate'}]},
 }
 
 # %% ../nbs/12_report.ipynb #7bc72872
-EXPERIMENTS = ['tiny_model', 'tournament', 'report']
+EXPERIMENTS = ['tiny_model', 'tournament', 'report', 'findings']
 
 def experiment_path(name: str) -> Path:
     "The shipped copy of an experiment notebook."
@@ -135,7 +136,7 @@ def _stage_params(st: dict, d: Path, tiny: Path, concurrency: int) -> dict:
     "The tournament notebook's parameters for stage `st`, run in `d`."
     return {'agents': [a.replace('{tiny}', str(tiny)) for a in st['agents']], 'games_per_pair': st['games_per_pair'],
             'preset': st['preset'], 'seed': st['seed'], 'concurrency': concurrency, 'self_play': st['self_play'],
-            'out_dir': str(d)}
+            'first_mover': st.get('first_mover', 'alternate'), 'out_dir': str(d)}
 
 # %% ../nbs/12_report.ipynb #1ce97777
 def reproduce(profile: str = 'smoke', out_dir: str | Path | None = None, progress: bool = True, **overrides) -> Path:
@@ -151,4 +152,6 @@ def reproduce(profile: str = 'smoke', out_dir: str | Path | None = None, progres
         d = run_dir / st['name']
         _execute('tournament', d / 'tournament.ipynb', _stage_params(st, d, tiny, prof['concurrency']), progress)
         _execute('report', d / 'report.ipynb', {'run_dir': str(d), 'n_boot': prof['n_boot']}, progress)
+        if st.get('findings'): _execute('findings', d / 'findings.ipynb', {'run_dir': str(d), 'n_boot': prof['n_boot']},
+                                        progress)
     return run_dir

@@ -14,8 +14,8 @@ from pathlib import Path
 from .core import CatalogError, ConfigError, Item, Scenario, derive_seed, to_cents
 
 # %% auto #0
-__all__ = ['COLUMNS', 'TIER_NAMES', 'PRESETS', 'parse_item', 'load_catalogue', 'default_catalogue', 'Tiers', 'fixed_width',
-           'value_model', 'make_scenario', 'sample_scenarios', 'zopa_bucket']
+__all__ = ['COLUMNS', 'TIER_NAMES', 'PRESETS', 'DEFAULT_PRESET', 'RENAMED', 'parse_item', 'load_catalogue', 'default_catalogue',
+           'Tiers', 'fixed_width', 'value_model', 'make_scenario', 'sample_scenarios', 'zopa_bucket']
 
 # %% ../nbs/01_scenarios.ipynb #fdc38085
 COLUMNS = ('id', 'title', 'category', 'description', 'listing_price', 'low_price', 'high_price')
@@ -93,7 +93,12 @@ class Tiers:
 def _u(rng: random.Random, a: float, b: float) -> float: return a + (b - a) * rng.random()
 
 # %% ../nbs/01_scenarios.ipynb #5c2a7d08
-def _always(it: Item, rng):
+def _symmetric(it: Item, rng):
+    L = it.listing_price
+    return L * (1 + _u(rng, 0.05, 0.45)), L * (1 - _u(rng, 0.05, 0.45))
+
+# %% ../nbs/01_scenarios.ipynb #5d5e3600
+def _list_high(it: Item, rng):
     L = it.listing_price
     return _u(rng, 0.6, 1.0) * L, _u(rng, 0.1, 0.4) * L
 
@@ -110,22 +115,24 @@ def _never(it: Item, rng):
 
 # %% ../nbs/01_scenarios.ipynb #3f7a9d1c
 def fixed_width(w: float):
-    "A value model whose ZOPA is exactly `w` times the listing price wide."
+    "A value model whose ZOPA is exactly `w` times the listing price wide, centred near the listing price."
     if not -0.5 < w <= 0.8: raise ConfigError(f"zopa_width must be in (-0.5, 0.8], got {w!r}")
     def draw(it: Item, rng):
-        L = it.listing_price
-        c = _u(rng, 0.1 + max(0.0, -w), 0.9 - max(0.0, w)) * L
-        return c + w * L, c
+        m = it.listing_price * (1 + _u(rng, -0.2, 0.2))
+        return m + w * it.listing_price / 2, m - w * it.listing_price / 2
     return draw
 
 # %% ../nbs/01_scenarios.ipynb #e7c4a1b6
-PRESETS = {'always-zopa': _always, 'mixed': _mixed, 'no-zopa': _never,
+PRESETS = {'symmetric': _symmetric, 'list-high': _list_high, 'mixed': _mixed, 'no-zopa': _never,
            'narrow': fixed_width(0.1), 'wide': fixed_width(0.5)}
+DEFAULT_PRESET = 'symmetric'
+RENAMED = {'always-zopa': 'list-high'}
 
 # %% ../nbs/01_scenarios.ipynb #9c2e6b1f
-def value_model(preset: str = 'always-zopa', zopa_width: float | None = None):
+def value_model(preset: str = DEFAULT_PRESET, zopa_width: float | None = None):
     "The draw function of a named preset, or of a fixed ZOPA width when `zopa_width` is given."
     if zopa_width is not None: return fixed_width(zopa_width)
+    if preset in RENAMED: raise ConfigError(f"preset {preset!r} is now called {RENAMED[preset]!r}")
     if preset not in PRESETS: raise ConfigError(f"unknown preset {preset!r}; choose from {', '.join(PRESETS)}")
     return PRESETS[preset]
 
@@ -136,7 +143,7 @@ def _by_tier(catalogue: tuple[Item, ...], tiers: Tiers) -> dict[str, list[Item]]
     return groups
 
 # %% ../nbs/01_scenarios.ipynb #8b1f5c2a
-def make_scenario(item: Item, preset: str = 'always-zopa', seed: int = 0, tiers: Tiers = Tiers(),
+def make_scenario(item: Item, preset: str = DEFAULT_PRESET, seed: int = 0, tiers: Tiers = Tiers(),
                   zopa_width: float | None = None, index: int = 0) -> Scenario:
     "The scenario of one item under a value model, drawn from its own seeded stream."
     rng = random.Random(derive_seed(seed, 'values', index, item.id))
@@ -145,7 +152,7 @@ def make_scenario(item: Item, preset: str = 'always-zopa', seed: int = 0, tiers:
     return Scenario(item, max(1, round(v)), max(1, round(c)), tiers.of(item.listing_price), name)
 
 # %% ../nbs/01_scenarios.ipynb #a1e5b7c9
-def sample_scenarios(n: int, preset: str = 'always-zopa', seed: int = 0, catalogue: tuple[Item, ...] | None = None,
+def sample_scenarios(n: int, preset: str = DEFAULT_PRESET, seed: int = 0, catalogue: tuple[Item, ...] | None = None,
                      tiers: Tiers = Tiers(), zopa_width: float | None = None, stratify: bool = True) -> list[Scenario]:
     "`n` reproducible scenarios; scenario `i` depends only on the seed, `i` and the preset."
     catalogue = catalogue or default_catalogue()

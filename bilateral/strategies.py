@@ -1,4 +1,4 @@
-"""Classic negotiation tactics as agents: the scripted ladder, and a random fuzzer.
+"""Classic negotiation tactics as agents: the scripted ladder, a dollar-minded haggler, and a random fuzzer.
 
 Docs: https://github.com/bilateral-dev/bilateral/strategies.html.md"""
 
@@ -6,20 +6,21 @@ Docs: https://github.com/bilateral-dev/bilateral/strategies.html.md"""
 
 # %% ../nbs/05_strategies.ipynb #6f3f86d5
 from __future__ import annotations
-import json, random
+import json, math, random
 from fastcore.basics import patch
-from .core import Role, fmt_money
+from .core import ConfigError, Role, fmt_money
 from .protocol import Brief, Observation, ToolCall
 from .agents import REGISTRY, Agent, register_agent
 from .play import GameResult
 
 # %% auto #0
-__all__ = ['LADDER', 'Scripted', 'TimeDependent', 'TitForTat', 'Accommodating', 'Hardliner', 'Split', 'RandomAgent',
+__all__ = ['LADDER', 'Scripted', 'TimeDependent', 'TitForTat', 'Accommodating', 'Hardliner', 'Split', 'Haggler', 'RandomAgent',
            'reservation_breaches']
 
 # %% ../nbs/05_strategies.ipynb #e3d2de22
 class Scripted(Agent):
     "Base class of the ladder: state tracking and role-neutral price helpers."
+    proportional = True     # multiplying every price by k plays the same game at k times the prices
     async def start(self, brief: Brief):
         self.brief, self.role, self.r, self.L = brief, brief.role, brief.reservation, brief.item.listing_price
         self.T, self.buyer = brief.rules.deadline, brief.role is Role.BUYER
@@ -29,9 +30,9 @@ class Scripted(Agent):
     def better(self, a: int, b: int) -> bool: return a <= b if self.buyer else a >= b
     def ir(self, p: int) -> bool: return p <= self.r if self.buyer else p >= self.r
     def clamp(self, p: float) -> int: return round(min(p, self.r) if self.buyer else max(p, self.r))
-    def anchor(self, buyer_frac: float, seller_frac: float) -> int:
-        "An opening price: a fraction of the listing price, never beyond the reservation."
-        return self.clamp((buyer_frac if self.buyer else seller_frac) * self.L)
+    def anchor(self, spread: float) -> int:
+        "An opening `spread`·L below (buyer) or above (seller) the listing price, never beyond the reservation."
+        return self.clamp(self.L * (1 - spread if self.buyer else 1 + spread))
 
     async def act(self, obs: Observation) -> list[ToolCall]:
         st = obs.latest
@@ -59,10 +60,9 @@ def their_price(self: Scripted) -> int | None: return None if self.their is None
 # %% ../nbs/05_strategies.ipynb #265beabe
 class TimeDependent(Scripted):
     "Concede from an anchor to the reservation along (t/T)^(1/e)."
-    def __init__(self, e: float, buyer_anchor: float = 0.4, seller_anchor: float = 1.2):
-        self.e, self.fracs = e, (buyer_anchor, seller_anchor)
+    def __init__(self, e: float, spread: float = 0.5): self.e, self.spread = e, spread
     def target(self) -> int:
-        a, t = self.anchor(*self.fracs), min(1.0, self.now / self.T)
+        a, t = self.anchor(self.spread), min(1.0, self.now / self.T)
         return self.clamp(a + (self.r - a) * t ** (1 / self.e))
     def decide(self):
         p = self.target()
@@ -71,13 +71,12 @@ class TimeDependent(Scripted):
 
 # %% ../nbs/05_strategies.ipynb #27092e4c
 class TitForTat(Scripted):
-    "Relative tit-for-tat: concede in proportion to the opponent's last concession."
+    "Absolute tit-for-tat: give up as many cents as the opponent's last offer gave up."
     def decide(self):
-        if not self.mine: p = self.anchor(0.4, 1.2)
+        if not self.mine: p = self.anchor(0.5)
         elif len(self.their_prices) < 2: p = self.mine[-1]
         else:
-            prev, last = self.their_prices[-2], self.their_prices[-1]
-            p = self.clamp(self.mine[-1] * prev / last)
+            p = self.clamp(self.mine[-1] + self.their_prices[-2] - self.their_prices[-1])
             if self.better(p, self.mine[-1]): p = self.mine[-1]
         if self.their is not None and self.better(self.their_price, p): return self.accept()
         return self.offer(p)
@@ -85,7 +84,7 @@ class TitForTat(Scripted):
 # %% ../nbs/05_strategies.ipynb #9bf3bfd5
 class Accommodating(TimeDependent):
     "Concede fast, accept early."
-    def __init__(self): super().__init__(e=8.0, buyer_anchor=0.7, seller_anchor=1.0)
+    def __init__(self): super().__init__(e=8.0, spread=0.15)
     def decide(self):
         if self.their is not None and self.ir(self.their_price): return self.accept()
         return self.offer(self.target())
@@ -94,7 +93,7 @@ class Accommodating(TimeDependent):
 class Hardliner(Scripted):
     "Aggressive anchor, tapering concessions, deliberate waits."
     def decide(self):
-        if not self.mine: nxt = self.anchor(0.25, 1.5)
+        if not self.mine: nxt = self.anchor(0.75)
         else: nxt = self.clamp(self.mine[-1] + (self.r - self.mine[-1]) * 0.2 * 0.75 ** len(self.mine))
         if self.their is not None and self.ir(self.their_price):
             if self.better(self.their_price, nxt) or self.now > 0.9 * self.T: return self.accept()
@@ -106,13 +105,30 @@ class Hardliner(Scripted):
 class Split(Scripted):
     "Propose the midpoint; accept when close."
     def decide(self):
-        if not self.mine: return self.offer(self.anchor(0.5, 1.1))
+        if not self.mine: return self.offer(self.anchor(0.2))
         if self.their is None: return self.offer(self.mine[-1])
         tp = self.their_price
         close = abs(tp - self.mine[-1]) <= 0.02 * self.L
         if self.ir(tp) and (self.better(tp, self.mine[-1]) or close): return self.accept()
         mid = self.clamp((self.mine[-1] + tp) / 2)
         return self.offer(mid if not self.better(mid, self.mine[-1]) else self.mine[-1])
+
+# %% ../nbs/05_strategies.ipynb #f51a8875
+class Haggler(Scripted):
+    "Thinks in dollars: a whole-dollar opening 30 % off the listing price, then fixed-dollar steps."
+    proportional = False
+    def __init__(self, step: float = 5.0):
+        if not step >= 0.01: raise ConfigError(f'the haggler\'s step must be at least $0.01, got {step!r}')
+        self.step = round(step * 100)
+    def opening(self) -> int:
+        x = self.L * (0.7 if self.buyer else 1.3) / 100
+        return self.clamp(100 * max(1, math.floor(x) if self.buyer else math.ceil(x)))
+    def decide(self):
+        nxt = self.clamp(self.mine[-1] + (self.step if self.buyer else -self.step)) if self.mine else self.opening()
+        if self.their is not None and self.ir(self.their_price):
+            near = abs(self.their_price - nxt) <= self.step
+            if self.better(self.their_price, nxt) or near or self.now > 0.9 * self.T: return self.accept()
+        return self.offer(nxt)
 
 # %% ../nbs/05_strategies.ipynb #40171253
 def _bad_calls(L: int, cap: int) -> list[ToolCall]:
@@ -171,13 +187,16 @@ register_agent('linear', lambda a: TimeDependent(1.0),
 register_agent('conceder', lambda a: TimeDependent(4.0),
                'time-dependent, e=4: concedes early', ladder=True)
 register_agent('tit-for-tat', lambda a: TitForTat(),
-               'relative tit-for-tat: mirrors the opponent\'s concessions', ladder=True)
+               'tit-for-tat: gives up as much as the opponent\'s last offer gave up', ladder=True)
 register_agent('accommodating', lambda a: Accommodating(),
                'concedes fast, accepts any offer within its reservation', ladder=True)
 register_agent('hardliner', lambda a: Hardliner(),
                'aggressive anchor, tapering concessions, waits (patience)', ladder=True)
 register_agent('split', lambda a: Split(),
                'splits the difference, accepts when close', ladder=True)
+register_agent('haggler', lambda a: Haggler(float(a) if a else 5.0),
+               'thinks in dollars: whole-dollar opening, fixed $5 steps (haggler:STEP sets them)', arg='STEP',
+               ladder=True)
 register_agent('random', lambda a: RandomAgent(float(a) if a else 0.1),
                'random legal and illegal calls (fuzzing); random:RATE sets the illegal rate', arg='RATE')
 LADDER = [k for k, v in REGISTRY.items() if v.ladder]

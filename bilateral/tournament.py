@@ -9,13 +9,13 @@ from __future__ import annotations
 import asyncio, hashlib, itertools, time
 from collections import Counter
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, asdict, field
+from dataclasses import dataclass, asdict, field, replace
 from pathlib import Path
 from typing import NamedTuple, Iterator
 from fastcore.basics import patch
 from tqdm.auto import tqdm
 from .core import BilateralError, ConfigError, Scenario, derive_seed
-from .scenarios import sample_scenarios, default_catalogue, PRESETS
+from .scenarios import sample_scenarios, default_catalogue, value_model, DEFAULT_PRESET
 from .protocol import Rules
 from .core import dumps
 from .agents import make_agent
@@ -25,7 +25,8 @@ from .store import Store
 
 # %% auto #0
 __all__ = ['MAX_GAMES_PER_PAIR', 'MAX_GAMES', 'MAX_CONCURRENCY', 'catalogue_fingerprint', 'TournamentSpec', 'GameTask',
-           'pairings', 'game_id', 'plan', 'RunStopped', 'run_tournament_async', 'run_tournament', 'round_robin']
+           'pairings', 'game_id', 'first_mover_of', 'plan', 'RunStopped', 'run_tournament_async', 'run_tournament',
+           'round_robin']
 
 # %% ../nbs/09_tournament.ipynb #d3e2b1ad
 def catalogue_fingerprint(items=None) -> str:
@@ -42,11 +43,12 @@ class TournamentSpec:
     "What a tournament plays."
     agents: tuple                     # agent specs, e.g. ('boulware', 'openai:gpt-4.1')
     games_per_pair: int = 10          # paired scenarios per ordered (buyer, seller) pair
-    preset: str = 'always-zopa'       # value model
+    preset: str = DEFAULT_PRESET      # value model
     seed: int = 0
     self_play: bool = True            # include an agent against itself
     rules: Rules = Rules()
     zopa_width: float | None = None   # fixed ZOPA width instead of the preset
+    first_mover: str = 'alternate'    # 'buyer', 'seller', or 'alternate' between scenarios
 
     def __post_init__(self):
         object.__setattr__(self, 'agents', tuple(self.agents))
@@ -58,21 +60,20 @@ class TournamentSpec:
         if (n := self.n_games) > MAX_GAMES:
             raise ConfigError(f'this tournament has {n:,} games; the limit is {MAX_GAMES:,} '
                               '(fewer agents or games per pair)')
-        if self.preset not in PRESETS:
-            raise ConfigError(f"unknown preset {self.preset!r}; choose from {', '.join(PRESETS)}")
-
+        value_model(self.preset)
+        if self.first_mover not in ('buyer', 'seller', 'alternate'):
+            raise ConfigError(f"first_mover must be 'buyer', 'seller' or 'alternate', got {self.first_mover!r}")
     @property
     def n_games(self) -> int:
         "Games in the tournament: every ordered pair, self-play or not, times `games_per_pair`."
-        k = len(self.agents)
-        return (k * k if self.self_play else k * (k - 1)) * self.games_per_pair
+        return (len(self.agents) ** 2 - (0 if self.self_play else len(self.agents))) * self.games_per_pair
 
 # %% ../nbs/09_tournament.ipynb #f3b1c885
 @patch
 def defining(self: TournamentSpec) -> dict:
     "The part of the spec that fixes what each game is."
     return {'preset': self.preset, 'zopa_width': self.zopa_width, 'seed': self.seed, 'rules': asdict(self.rules),
-            'catalogue': catalogue_fingerprint(), 'format': 1}
+            'first_mover': self.first_mover, 'catalogue': catalogue_fingerprint(), 'format': 2}
 
 # %% ../nbs/09_tournament.ipynb #441bf5b4
 @patch
@@ -84,8 +85,9 @@ def to_json(self: TournamentSpec) -> dict:
 @patch(cls_method=True)
 def from_json(cls: TournamentSpec, d: dict) -> TournamentSpec:
     "The spec that `to_json` wrote."
-    agents = tuple(d['agents'])
-    return cls(**{**d, 'agents': agents, 'rules': Rules.from_json(d.get('rules') or {})})
+    rules = Rules.from_json(d.get('rules') or {})
+    mover = d.get('first_mover', rules.first_mover)
+    return cls(**{**d, 'agents': tuple(d['agents']), 'rules': rules, 'first_mover': mover})
 
 # %% ../nbs/09_tournament.ipynb #63406fb5
 class GameTask(NamedTuple):
@@ -96,6 +98,7 @@ class GameTask(NamedTuple):
     index: int
     scenario: Scenario
     seed: int
+    rules: Rules
 
 # %% ../nbs/09_tournament.ipynb #ad26b842
 def pairings(agents, self_play: bool = True) -> list[tuple[str, str]]:
@@ -108,6 +111,12 @@ def game_id(defining_hash: str, buyer: str, seller: str, index: int) -> str:
     key = f'{defining_hash}\x1f{buyer}\x1f{seller}\x1f{index}'
     return hashlib.blake2b(key.encode(), digest_size=10).hexdigest()
 
+# %% ../nbs/09_tournament.ipynb #f4c42a74
+def first_mover_of(first_mover: str, index: int) -> str:
+    "The first mover of scenario `index`: the option itself, or buyer on even and seller on odd scenarios."
+    if first_mover != 'alternate': return first_mover
+    return 'buyer' if index % 2 == 0 else 'seller'
+
 # %% ../nbs/09_tournament.ipynb #be7c5c35
 def plan(spec: TournamentSpec) -> Iterator[GameTask]:
     "All games of a tournament, scenario by scenario."
@@ -116,7 +125,8 @@ def plan(spec: TournamentSpec) -> Iterator[GameTask]:
     pairs = pairings(spec.agents, spec.self_play)
     for i, sc in enumerate(scenarios):
         s = derive_seed(spec.seed, 'game', i)
-        for b, e in pairs: yield GameTask(game_id(h, b, e, i), b, e, i, sc, s)
+        rules = replace(spec.rules, first_mover=first_mover_of(spec.first_mover, i))
+        for b, e in pairs: yield GameTask(game_id(h, b, e, i), b, e, i, sc, s, rules)
 
 # %% ../nbs/09_tournament.ipynb #b975e34f
 class RunStopped(BilateralError):
@@ -155,13 +165,13 @@ class _Tally:
     played: int = 0
 
 # %% ../nbs/09_tournament.ipynb #b751b2bd
-async def _worker(todo: Iterator[GameTask], store: Store, spec: TournamentSpec, limits: dict, bar, tally: _Tally):
+async def _worker(todo: Iterator[GameTask], store: Store, limits: dict, bar, tally: _Tally):
     "Play games from the shared `todo` until none is left or the run is stopped; record each one as it ends."
     for t in todo:
         if tally.stop: return
         async with AsyncExitStack() as stack:
             for a in sorted({t.buyer, t.seller} & limits.keys()): await stack.enter_async_context(limits[a])
-            r = await play_game(t.scenario, t.buyer, t.seller, spec.rules, t.seed)
+            r = await play_game(t.scenario, t.buyer, t.seller, t.rules, t.seed)
         if (fatal := _record(store, t, r, tally.reasons, tally.failed)): tally.stop.append(fatal)
         tally.played += r.outcome.reason.scored
         bar.update(r.outcome.reason.scored)
@@ -191,7 +201,7 @@ async def run_tournament_async(spec: TournamentSpec, out_dir: str | Path, concur
         tally = _Tally()
         t0 = time.perf_counter()
         bar = tqdm(total=total, initial=total - len(missing), disable=not progress, unit='game', desc='games')
-        try: await asyncio.gather(*(_worker(todo, store, spec, limits, bar, tally) for _ in range(concurrency)))
+        try: await asyncio.gather(*(_worker(todo, store, limits, bar, tally) for _ in range(concurrency)))
         finally: bar.close()
         dt = time.perf_counter() - t0
         stored = store.count()
@@ -206,9 +216,9 @@ def run_tournament(spec: TournamentSpec, out_dir: str | Path, **kwargs) -> dict:
     return run_sync(run_tournament_async(spec, out_dir, **kwargs))
 
 # %% ../nbs/09_tournament.ipynb #b11ccabd
-def round_robin(agents, games_per_pair: int = 10, preset: str = 'always-zopa', seed: int = 0, rules: Rules = Rules(),
-                self_play: bool = True) -> list[GameResult]:
+def round_robin(agents, games_per_pair: int = 10, preset: str = DEFAULT_PRESET, seed: int = 0, rules: Rules = Rules(),
+                self_play: bool = True, first_mover: str = 'alternate') -> list[GameResult]:
     "Play the paired round-robin in memory."
-    spec = TournamentSpec(tuple(agents), games_per_pair, preset, seed, self_play, rules)
-    async def go(): return [await play_game(t.scenario, t.buyer, t.seller, rules, t.seed) for t in plan(spec)]
+    spec = TournamentSpec(tuple(agents), games_per_pair, preset, seed, self_play, rules, first_mover=first_mover)
+    async def go(): return [await play_game(t.scenario, t.buyer, t.seller, t.rules, t.seed) for t in plan(spec)]
     return run_sync(go())

@@ -329,8 +329,10 @@ def _page_body(data: dict) -> str:
     "The page's skeleton: the script fills it from the data."
     title = _esc(', '.join(map(display_name, (data['run']['spec'] or {}).get('agents', []))))
     charts = ''.join(f'<div class="card" id="chart-{k}"></div>' for k in data['charts'] if k != 'pairs')
-    note = ('surplus share per role with its 95% bootstrap interval (share_lo, share_hi); '
-            'games that could not be played are not in it')
+    note = ('each agent in each role and over both roles (both): surplus share with its 95% bootstrap interval '
+            '(share_lo, share_hi); vs_self, the share minus the mean share of the self-play games in that role (the '
+            "baseline's own uncertainty not included); gain_list, the gain over the listing price, robust where a "
+            'tiny ZOPA makes shares explode; games that could not be played are not in it')
     return (f'<main class="bilateral"><h1>bilateral run</h1><p class="muted">{title}</p>'
             '<div class="card" id="run"></div><h2>Leaderboard</h2>'
             f'<div class="card"><p class="muted">{note}</p><table class="data" id="leaderboard"></table>'
@@ -358,8 +360,8 @@ def page_html(data: dict, chunks: list[str] | None, sidecar: str = '') -> str:
 INLINE_MB = 40
 
 # %% ../nbs/12b_view.ipynb #595b3ca9
-LB_COLS = ['role', 'agent', 'games', 'share', 'share_lo', 'share_hi', 'share_if_deal', 'deal', 'ir_violation',
-           'invalid_calls']
+LB_COLS = ['role', 'agent', 'games', 'share', 'share_lo', 'share_hi', 'vs_self', 'gain_list', 'gain_list_lo',
+           'gain_list_hi', 'share_if_deal', 'deal', 'ir_violation', 'invalid_calls']
 
 # %% ../nbs/12b_view.ipynb #8e6e2638
 def _report_tables(rows: pd.DataFrame, n_boot: int) -> dict:

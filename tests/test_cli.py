@@ -12,8 +12,8 @@ def test_agents_lists_the_ladder():
     r = run('agents')
     assert r.returncode == 0
     names = [l.split()[0] for l in r.stdout.splitlines() if not l.startswith(' ')]
-    assert names == ['boulware', 'linear', 'conceder', 'tit-for-tat', 'accommodating', 'hardliner', 'split', 'hf',
-                     'human', 'narrated', 'openai', 'random']
+    assert names == ['boulware', 'linear', 'conceder', 'tit-for-tat', 'accommodating', 'hardliner', 'split', 'haggler',
+                     'hf', 'human', 'narrated', 'openai', 'random']
     assert '               spec: random[:RATE]' in r.stdout.splitlines()
 
 def test_run_json_fields_and_determinism():

@@ -5,7 +5,8 @@ from bilateral.core import *
 from bilateral.engine import Engine
 from bilateral.protocol import Rules, ToolCall
 from bilateral.play import GameResult
-from bilateral.metrics import outcome_metrics, role_behaviour, game_row, bootstrap_ci, leaderboard
+from bilateral.metrics import (outcome_metrics, role_behaviour, game_row, bootstrap_ci, leaderboard, role_table,
+                               format_leaderboard)
 from conftest import drive
 
 ITEM = Item('chair', 'Office chair', 'office', 'Mesh office chair.', 20000, 15000, 24000)
@@ -36,7 +37,9 @@ def test_no_deal_is_zero_unconditional_and_missing_conditional():
     got = (m['deal'], m['buyer_share'], m['seller_share'], m['efficiency'], m['end_reason'], m['ended_by'])
     assert got == (False, 0.0, 0.0, 0.0, 'quit', 'seller')
     lb = leaderboard([game_row(g)] * 2)
-    assert lb['share'].tolist() == [0.0, 0.0] and lb['share_if_deal'].isna().all() and lb['deal'].tolist() == [0.0, 0.0]
+    assert lb['role'].tolist() == ['buyer', 'seller', 'both', 'both'] and lb['agent'].tolist() == ['b', 's', 'b', 's']
+    assert (lb['share'] == 0).all() and (lb['gain_list'] == 0).all() and (lb['deal'] == 0).all()
+    assert lb['share_if_deal'].isna().all() and lb['vs_self'].isna().all()   # no deal; no self-play game, no baseline
 
 def test_no_zopa_shares_undefined_and_ir_violation():
     # v = 100 < c = 120; a deal at 110 is above the buyer's value and below the seller's cost: both violate
@@ -50,6 +53,44 @@ def test_no_zopa_shares_undefined_and_ir_violation():
                             (S, [('accept_offer', {'offer_id': 'B1'})])])
     m = outcome_metrics(g)
     assert m['buyer_ir_violation'] and not m['seller_ir_violation'] and m['buyer_share'] == pytest.approx(-10 / 80)
+
+def deal_at(p):
+    "The seller asks `p` dollars for the chair (L = $200; v = $180, c = $100) and the buyer takes it."
+    return game(18000, 10000, [(S, [('make_offer', {'price': p}), ('wait_for_response', {})]),
+                               (B, [('accept_offer', {'offer_id': 'S1'})])],
+                Rules(latency=(1.0, 1.0), first_mover='seller'))
+
+def test_gain_list_is_the_gain_over_the_listing_price_in_every_game():
+    t = role_table([game_row(deal_at(160))]).set_index('role')
+    assert t['gain_list'].tolist() == pytest.approx([20 / 200, 60 / 200])
+    assert t['share'].tolist() == pytest.approx([0.25, 0.75])
+    # without a ZOPA the share is undefined but the gain over list is not: the buyer paid $10 over its value
+    g = game(10000, 12000, [(B, [('make_offer', {'price': 110}), ('wait_for_response', {})]),
+                            (S, [('accept_offer', {'offer_id': 'B1'})])])
+    t = role_table([game_row(g)]).set_index('role')
+    assert t['share'].isna().all() and t['gain_list'].tolist() == pytest.approx([-10 / 200, -10 / 200])
+
+def test_leaderboard_both_roles_and_the_self_play_baseline():
+    hi, lo = game_row(deal_at(160)), game_row(deal_at(120))      # buyer shares 0.25 and 0.75
+    rows = [dict(hi, buyer='a', seller='a'), dict(lo, buyer='a', seller='b'), dict(lo, buyer='a', seller='b'),
+            dict(hi, buyer='b', seller='a')]
+    lb = leaderboard(rows, n_boot=200)
+    assert list(zip(lb['role'], lb['agent'])) == [('buyer', 'a'), ('buyer', 'b'), ('seller', 'a'), ('seller', 'b'),
+                                                  ('both', 'a'), ('both', 'b')]
+    assert lb['games'].tolist() == [3, 1, 2, 2, 5, 3]
+    assert lb['share'].tolist() == pytest.approx([1.75 / 3, 0.25, 0.75, 0.25, 3.25 / 5, 0.25])
+    assert lb['gain_list'].tolist() == pytest.approx([0.7 / 3, 0.1, 0.3, 0.1, 1.3 / 5, 0.1])
+    # baselines from the one self-play game: buyer 0.25, seller 0.75; 'both' weighs them by the agent's games in each
+    # role: a has 3 as buyer and 2 as seller, b 1 and 2
+    expected = [1.75 / 3 - 0.25, 0.0, 0.0, -0.5, 3.25 / 5 - (3 * 0.25 + 2 * 0.75) / 5, 0.25 - (0.25 + 2 * 0.75) / 3]
+    assert lb['vs_self'].tolist() == pytest.approx(expected)
+    base = lb['share'] - lb['vs_self']
+    assert (lb['vs_self_lo'] + base).tolist() == pytest.approx(lb['share_lo'].tolist(), nan_ok=True)
+    assert (lb['vs_self_hi'] + base).tolist() == pytest.approx(lb['share_hi'].tolist(), nan_ok=True)
+    text = format_leaderboard(lb)
+    assert [l.split()[:2] for l in text.splitlines()[5:]] == [['both', 'a'], ['both', 'b']]
+    assert text.splitlines()[0].split()[6:9] == ['vs', 'self', 'gain/L'] and text.splitlines()[4].split()[6] == '-0.500'
+    assert max(map(len, format_leaderboard(lb, lambda a: a * 40).splitlines())) <= 120
 
 def test_concession_patience_and_waiting():
     # buyer offers 100 at t=1, waits 30 s (seller sleeps too), offers 120 at t=33, then 130:

@@ -123,7 +123,7 @@ def test_report_regenerates_identical_numbers(reference, tmp_path):
     assert tables == {p.name: p.read_bytes() for p in (out / 'tables').glob('*.csv')}
     assert len(tables) == 8
     lb = pd.read_csv(out / 'tables' / 'leaderboard.csv')
-    assert set(lb['agent']) == set(LADDER.split(',')) and (lb['games'] == 7 * 30).all()
+    assert set(lb['agent']) == set(LADDER.split(',')) and (lb['games'] == 7 * 30 * (1 + (lb['role'] == 'both'))).all()
 
 def test_report_errors_are_one_line(tmp_path):
     for target in (tmp_path / 'missing', tmp_path):

@@ -40,7 +40,7 @@ def test_page_opens_offline_filters_and_shows_a_game(page_file, tmp_path):
         page.wait_for_selector('body[data-ready="1"]', state='attached', timeout=30_000)
         page.wait_for_selector('#chart-pairs svg', timeout=30_000)
         page.wait_for_selector('#chart-leaderboard svg', timeout=30_000)
-        assert page.locator('#leaderboard tr').count() == 1 + 2 * len(AGENTS)   # header + every agent in both roles
+        assert page.locator('#leaderboard tr').count() == 1 + 3 * len(AGENTS)  # header; buyer, seller, both rows
         assert page.locator('#games tr.game').count() == 80                   # 16 pairs x 5 games, one page
         page.select_option('select[data-f="buyer"]', 'hardliner')
         page.select_option('select[data-f="deal"]', 'true')

@@ -1,5 +1,4 @@
 """Regenerate the golden transcripts in data/golden/ (only after an intended change of the game's semantics)."""
-import json
 from pathlib import Path
 from bilateral.play import play
 from bilateral.core import dumps
@@ -7,9 +6,9 @@ from bilateral.scenarios import sample_scenarios
 import bilateral.strategies
 
 ROOT = Path(__file__).resolve().parents[1]
-GOLDEN = [('boulware', 'conceder', 'always-zopa', 7), ('hardliner', 'accommodating', 'mixed', 8),
-          ('tit-for-tat', 'split', 'always-zopa', 9), ('random:0.4', 'linear', 'always-zopa', 10),
-          ('conceder', 'hardliner', 'no-zopa', 11)]
+GOLDEN = [('boulware', 'conceder', 'symmetric', 7), ('hardliner', 'accommodating', 'mixed', 8),
+          ('tit-for-tat', 'split', 'symmetric', 9), ('random:0.4', 'linear', 'symmetric', 10),
+          ('conceder', 'hardliner', 'no-zopa', 11), ('haggler', 'boulware', 'list-high', 12)]
 
 def golden_game(buyer, seller, preset, seed):
     "The game a golden file records."
