@@ -76,7 +76,8 @@ def test_openai_agent_against_transformers_serve(served, tiny_model, tmp_path):
 def test_full_history_tiny_model_behind_transformers_serve_finishes_every_game(served, tiny_model, tmp_path):
     """No window: the server answers HTTP 500 whenever the tiny model writes a malformed <tool_call>. The endpoint is
     up, so a 500 repeated for the same request is the model's bad reply (an invalid call, scored), not an outage: the
-    12 games finish, none is left unplayed, and each game's wall time is recorded."""
+    12 games finish, none is left unplayed, and each game's wall time is recorded (within the run's; no absolute bound,
+    which a loaded machine would break)."""
     d, _ = tiny_model
     t0 = time.time()
     spec = TournamentSpec((f'openai:{d}@{served}?cache=off', 'boulware'), games_per_pair=6, seed=0, self_play=False)
@@ -85,7 +86,7 @@ def test_full_history_tiny_model_behind_transformers_serve_finishes_every_game(s
     assert s['stored'] == s['games'] == 12 and s['failed'] == 0, s
     with Store(tmp_path, create=False) as st:
         walls = [i['wall_s'] for _, t in st.transcripts() for i in t['agent_info'].values()]
-    assert len(walls) == 12 and all(0 < w < 300 for w in walls), walls
+    assert len(walls) == 12 and all(0 < w <= s['seconds'] + 1 for w in walls), (walls, s['seconds'])
 
 def test_local_agent_batches_concurrent_games(tiny_model):
     "Concurrent games on one local model share generate() calls."
