@@ -29,7 +29,11 @@ class Agent:
         self.brief = brief
 
     async def act(self, obs: Observation) -> list[ToolCall]:
-        "Return the next batch of tool calls."
+        "Return the next batch of tool calls (by default `act_now`'s)."
+        return self.act_now(obs)
+
+    def act_now(self, obs: Observation) -> list[ToolCall]:
+        "The next batch at once, for an agent that never waits (a scripted one); the driver then skips `act`."
         raise NotImplementedError
 
     async def finish(self, obs: Observation) -> None:

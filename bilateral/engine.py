@@ -11,9 +11,9 @@ from dataclasses import asdict
 from fastcore.basics import patch
 from .core import BilateralError, EndReason, Event, Item, Offer, Outcome, ReplayError, Role, Scenario
 from .core import derive_seed, dumps
-from .protocol import BEFORE_RULES, TOOLS, Brief, Limits, Observation, Rules, Tool, ToolCall, ToolError
+from .protocol import BEFORE_RULES, Brief, Limits, Observation, Rules, Tool, ToolCall, ToolError
 from .protocol import ToolResult
-from .protocol import plain_arguments, validate_call
+from .protocol import check_call, plain_arguments
 
 # %% auto #0
 __all__ = ['ACTIVE', 'WAITING', 'SLEEPING', 'DONE', 'Engine', 'scenario_json', 'scenario_from_json', 'replay']
@@ -53,6 +53,7 @@ class Engine:
         self.parties[Role.BUYER].opp = self.parties[Role.SELLER]
         self.parties[Role.SELLER].opp = self.parties[Role.BUYER]
         self._lat = (rules.latency[0], rules.latency[1] - rules.latency[0])
+        self._deadline, self._cap = rules.deadline, rules.max_events
         self.now, self.n_calls, self.events, self.log, self.outcome = 0.0, 0, [], [], None
         self.standing = {Role.BUYER: None, Role.SELLER: None}
         self.offers = {}            # every offer ever made, by id
@@ -105,8 +106,6 @@ def sleep(self: _Party, seconds: float | None = None):
     else: self.status, self.until = SLEEPING, self.eng.now + seconds
 
 # %% ../nbs/03_engine.ipynb #3ede6f56
-def _offer_json(o: Offer | None): return None if o is None else {'offer_id': o.id, 'price': o.price / 100}
-
 def _event_json(e: Event) -> dict:
     d = {'t': round(e.t, 2), 'action': e.kind}
     if e.offer_id: d['offer_id'] = e.offer_id
@@ -117,12 +116,13 @@ def _event_json(e: Event) -> dict:
 @patch
 def _report(self: Engine, role: Role, woke_by: str) -> dict:
     "What `role` learns when it wakes: the opponent's new actions, the clock, both standing offers."
-    p = self.parties[role]
+    p, now, standing = self.parties[role], self.now, self.standing
     news = [_event_json(e) for e in self.events[p.seen:] if e.role is not role] if p.news else []
     p.seen, p.news = len(self.events), False
-    rep = {'ok': True, 'woke_by': woke_by, 'now': round(self.now, 2),
-           'time_left': round(self.rules.deadline - self.now, 2), 'opponent_actions': news,
-           'your_offer': _offer_json(self.standing[role]), 'their_offer': _offer_json(self.standing[role.other])}
+    mine, theirs = standing[role], standing[p.opp.role]
+    rep = {'ok': True, 'woke_by': woke_by, 'now': round(now, 2), 'time_left': round(self.rules.deadline - now, 2),
+           'opponent_actions': news, 'your_offer': mine and {'offer_id': mine.id, 'price': mine.price / 100},
+           'their_offer': theirs and {'offer_id': theirs.id, 'price': theirs.price / 100}}
     if self.outcome is not None: rep['game_over'] = _outcome_json(self.outcome)
     return rep
 
@@ -250,12 +250,12 @@ def _call(self: Engine, p: _Party, c: ToolCall, turn_over: bool):
     if self.outcome is not None: return {'ok': False, 'error': 'game_over', 'message': 'the game has ended'}, True
     try:
         if turn_over: raise ToolError('one_action_per_turn', f'{c.name} came after your turn ended')
-        args = validate_call(c.name, c.arguments, self.limits)
-        tool = TOOLS[c.name]
-        _check_state(self, p, tool, args)
+        tool, args = check_call(c.name, c.arguments, self.limits)
+        if tool.offer_fields or tool.name in p.used: _check_state(self, p, tool, args)
     except ToolError as e: return _reject(self, p, c, e), turn_over
-    t = self.now + self._lat[0] + self._lat[1] * p.rng.random()
-    if t >= self.rules.deadline or self.n_calls >= self.rules.max_events: return _too_late(self, p, c, t), True
+    lo, span = self._lat
+    t = self.now + lo + span * p.rng.random()
+    if t >= self._deadline or self.n_calls >= self._cap: return _too_late(self, p, c, t), True
     self.now, self.n_calls = t, self.n_calls + 1
     p.used.add(c.name)
     res = tool.fn(p, **args)
@@ -288,7 +288,7 @@ def submit(self: Engine, role: Role, calls: list) -> None:
     if not isinstance(calls, (list, tuple)): calls = [] if calls is None else [calls]
     if not calls: return _no_call(self, p)
     for c in calls:
-        c = _as_call(c)
+        if type(c) is not ToolCall or type(c.name) is not str or type(c.id) is not str: c = _as_call(c)
         res, over = _call(self, p, c, over)
         if res is None: p.deferred = len(p.batch)
         p.batch.append(ToolResult(c.id, c.name, res))

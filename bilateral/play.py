@@ -45,17 +45,20 @@ class GameResult:
     failure: dict = None  # why the game could not be played: role, cause, message, fatal (outcome `agent_error`)
 
 # %% ../nbs/04b_play.ipynb #5341d0e2
-async def _guarded(eng: Engine, role: Role, coro, failure: dict):
-    "Await an agent's coroutine; if it fails, end the game with the right reason (and say why it could not be played)."
-    try: return await coro
-    except AgentStop as e: eng.fail(role, str(e), e.reason)
-    except Unreachable as e:
+def _failed(eng: Engine, role: Role, e: Exception, failure: dict):
+    "End the game for an agent's exception with the right reason (and say why it could not be played)."
+    if isinstance(e, AgentStop): return eng.fail(role, str(e), e.reason)
+    if isinstance(e, Unreachable):
         failure.update(role=role.value, cause=e.cause, message=str(e)[:500], fatal=e.fatal)
-        eng.fail(role, str(e))
-    except Exception as e:
-        why = f'{type(e).__name__}: {e}'
-        failure.update(role=role.value, cause='agent_crash', message=why[:500], fatal=False)
-        eng.fail(role, why)
+        return eng.fail(role, str(e))
+    why = f'{type(e).__name__}: {e}'
+    failure.update(role=role.value, cause='agent_crash', message=why[:500], fatal=False)
+    eng.fail(role, why)
+
+async def _guarded(eng: Engine, role: Role, coro, failure: dict):
+    "Await an agent's coroutine; if it fails, end the game through `_failed`."
+    try: return await coro
+    except Exception as e: _failed(eng, role, e, failure)
 
 # %% ../nbs/04b_play.ipynb #423a0db3
 async def play_game(scenario: Scenario, buyer: Agent | str, seller: Agent | str, rules: Rules = Rules(),
@@ -65,8 +68,12 @@ async def play_game(scenario: Scenario, buyer: Agent | str, seller: Agent | str,
     agents = {Role.BUYER: make_agent(buyer), Role.SELLER: make_agent(seller)}
     for role, a in agents.items():
         if not eng.done: await _guarded(eng, role, a.start(eng.brief(role)), failure)
+    at_once = {r: type(a).act is Agent.act for r, a in agents.items()}     # they implement `act_now`
     while (role := eng.next_turn()) is not None:
-        calls = await _guarded(eng, role, agents[role].act(eng.take(role)), failure)
+        if at_once[role]:
+            try: calls = agents[role].act_now(eng.take(role))
+            except Exception as e: calls = _failed(eng, role, e, failure)
+        else: calls = await _guarded(eng, role, agents[role].act(eng.take(role)), failure)
         if eng.done: break
         eng.submit(role, calls)
     for role, a in agents.items():

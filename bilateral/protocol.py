@@ -16,7 +16,7 @@ from .core import BilateralError, ConfigError, EndReason, Item, Role
 __all__ = ['BEFORE_RULES', 'ERROR_CODES', 'FORMAT_ERRORS', 'Price', 'Seconds', 'OfferId', 'Text', 'Message', 'TOOLS', 'Rules',
            'Brief', 'ToolCall', 'ToolResult', 'Observation', 'ToolError', 'Limits', 'Kind', 'Tool', 'tool',
            'openai_tools', 'make_offer', 'accept_offer', 'reject_offer', 'send_message', 'wait_for_response', 'wait',
-           'quit_negotiation', 'parse_arguments', 'plain_arguments', 'validate_call']
+           'quit_negotiation', 'parse_arguments', 'plain_arguments', 'check_call', 'validate_call']
 
 # %% ../nbs/02_protocol.ipynb #73998041
 @dataclass(frozen=True)
@@ -375,16 +375,21 @@ def _fields(tool: Tool, args: dict, limits: Limits) -> dict:
         raise ToolError('missing_field', f'{tool.name} needs {sorted(tool.required - args.keys())[0]!r}')
     return {k: tool.fields[k].check(k, args[k], limits) for k in keys}
 
-def validate_call(name: str, raw: str | dict, limits: Limits = Limits()) -> dict:
-    "Clean arguments of a call to tool `name`, or `ToolError` with a stable code; never any other exception."
+def check_call(name: str, raw: str | dict, limits: Limits = Limits()) -> tuple[Tool, dict]:
+    "(tool, clean arguments) of a call to tool `name`, or `ToolError` with a stable code; never any other exception."
     tool = TOOLS.get(name) if type(name) is str else None
     if tool is None: raise ToolError('unknown_tool', f'no tool named {_show(name)}; tools: {", ".join(TOOLS)}')
     if type(raw) is dict:                   # the commonest calls: no arguments, or the one required string or number
-        if not raw and not tool.required: return {}
+        if not raw and not tool.required: return tool, {}
         if len(raw) == 1 and (k := tool.single) is not None:
             x = raw.get(k)
-            if type(x) is str or (type(x) is float and math.isfinite(x)): return {k: tool.fields[k].check(k, x, limits)}
+            if type(x) is str or (type(x) is float and math.isfinite(x)):
+                return tool, {k: tool.fields[k].check(k, x, limits)}
     raw = plain_arguments(raw)
     if type(raw) is str and len(raw) > limits.max_arguments:
         raise ToolError('too_long', f'the arguments are longer than {limits.max_arguments} characters')
-    return _fields(tool, raw if type(raw) is dict else parse_arguments(raw), limits)
+    return tool, _fields(tool, raw if type(raw) is dict else parse_arguments(raw), limits)
+
+def validate_call(name: str, raw: str | dict, limits: Limits = Limits()) -> dict:
+    "Clean arguments of a call to tool `name`, or `ToolError` with a stable code; never any other exception."
+    return check_call(name, raw, limits)[1]

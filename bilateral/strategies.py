@@ -34,7 +34,7 @@ class Scripted(Agent):
         "An opening `spread`·L below (buyer) or above (seller) the listing price, never beyond the reservation."
         return self.clamp(self.L * (1 - spread if self.buyer else 1 + spread))
 
-    async def act(self, obs: Observation) -> list[ToolCall]:
+    def act_now(self, obs: Observation) -> list[ToolCall]:
         st = obs.latest
         if st:
             self.now, self.their, self.woke_by = st['now'], st['their_offer'], st['woke_by']
@@ -60,10 +60,13 @@ def their_price(self: Scripted) -> int | None: return None if self.their is None
 # %% ../nbs/05_strategies.ipynb #265beabe
 class TimeDependent(Scripted):
     "Concede from an anchor to the reservation along (t/T)^(1/e)."
-    def __init__(self, e: float, spread: float = 0.5): self.e, self.spread = e, spread
+    def __init__(self, e: float, spread: float = 0.5): self.e, self.spread, self.k = e, spread, 1 / e
+    async def start(self, brief: Brief):
+        await super().start(brief)
+        self.a = self.anchor(self.spread)
     def target(self) -> int:
-        a, t = self.anchor(self.spread), min(1.0, self.now / self.T)
-        return self.clamp(a + (self.r - a) * t ** (1 / self.e))
+        a, t = self.a, min(1.0, self.now / self.T)
+        return self.clamp(a + (self.r - a) * t ** self.k)
     def decide(self):
         p = self.target()
         if self.their is not None and self.better(self.their_price, p): return self.accept()
