@@ -7,7 +7,7 @@ Docs: https://github.com/bilateral-dev/bilateral/engine.html.md"""
 # %% ../nbs/03_engine.ipynb #08ba823d
 from __future__ import annotations
 import random
-from dataclasses import asdict
+from dataclasses import fields
 from fastcore.basics import patch
 from .core import BilateralError, EndReason, Event, Item, Offer, Outcome, ReplayError, Role, Scenario
 from .core import derive_seed, dumps
@@ -312,9 +312,15 @@ def state(self: Engine) -> tuple:
     return (self.now, self.n_calls, tuple(self.events), tuple(self.standing.items()), self.outcome, self.turn, seats)
 
 # %% ../nbs/03_engine.ipynb #4b396827
+_NAMES = {c: tuple(f.name for f in fields(c)) for c in (Item, Scenario, Rules)}
+
+def _flat(x) -> dict:
+    "A dataclass of plain values as a dict, as `asdict` gives it, without its deep copy (a tenth of the time)."
+    return {n: getattr(x, n) for n in _NAMES[type(x)]}
+
 def scenario_json(sc: Scenario) -> dict:
     "A scenario as plain JSON."
-    return asdict(sc)
+    return {**_flat(sc), 'item': _flat(sc.item)}
 
 def scenario_from_json(d: dict) -> Scenario:
     "The inverse of `scenario_json`."
@@ -325,7 +331,7 @@ def scenario_from_json(d: dict) -> Scenario:
 def transcript(self: Engine, agents: dict | None = None, agent_info: dict | None = None) -> dict:
     "The complete record of the game (`agent_info`, when given, is kept as it is)."
     outcome = None if self.outcome is None else _outcome_json(self.outcome)
-    t = {'version': 1, 'seed': self.seed, 'scenario': scenario_json(self.scenario), 'rules': asdict(self.rules),
+    t = {'version': 1, 'seed': self.seed, 'scenario': scenario_json(self.scenario), 'rules': _flat(self.rules),
          'agents': agents or {}, 'log': self.log, 'outcome': outcome}
     if agent_info: t['agent_info'] = agent_info
     return t
