@@ -63,6 +63,15 @@ def wait_for(out, n, proc, limit=120) -> list:
         time.sleep(0.02)
     raise AssertionError(f'timed out with {seen[-1:]} games stored')
 
+def wait_stalled(out, n, proc, quiet=1.0) -> list:
+    "Wait for `n` games stored, then until no game has been stored for `quiet` seconds: every worker is held."
+    seen = wait_for(out, n, proc)
+    t0 = time.time()
+    while time.time() - t0 < quiet:
+        time.sleep(0.05)
+        if stored(out) != seen[-1]: seen, t0 = [*seen, stored(out)], time.time()
+    return seen
+
 def children(pid) -> list[int]:
     return [int(x) for f in Path(f'/proc/{pid}/task').glob('*/children') for x in f.read_text().split()]
 
@@ -98,16 +107,16 @@ def test_two_workers_store_what_one_process_stores(tmp_path):
 
 def test_kill_9_of_the_parent_then_resume(tmp_path, plugin_env, reference):
     out = tmp_path / 'run'
-    proc = start([*HELD, '--workers', '2'], out, plugin_env, BILATERAL_TEST_HOLD_AFTER='100')
-    seen = wait_for(out, 150, proc)
-    assert proc.poll() is None, proc.communicate()[1][-2000:]      # each worker holds: no race with the kill
+    proc = start([*HELD, '--workers', '2'], out, plugin_env, BILATERAL_TEST_HOLD_AFTER='30')
+    seen = wait_stalled(out, 100, proc)       # every game in flight is held: no worker writes again, no race
+    assert proc.poll() is None, proc.communicate()[1][-2000:]
     kids = children(proc.pid)
     assert len(kids) == 2 and all(alive(k) for k in kids)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert_gone(kids)                                              # they saw their stdin close and ended
+    assert_gone(kids)                         # only their stdin closing tells them: they never write again
     killed_at = stored(out)
-    assert 150 <= killed_at < N and seen == sorted(seen)
+    assert 100 <= killed_at < N and seen == sorted(seen)
     r = run([*HELD, '--workers', '2'], out, plugin_env)
     assert r.returncode == 0, r.stderr
     assert f'{N}/{N} games stored' in r.stdout and f'({N - killed_at} played now' in r.stdout
