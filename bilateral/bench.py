@@ -14,7 +14,7 @@ from .play import play_game, run_sync
 from .strategies import LADDER
 
 # %% auto #0
-__all__ = ['bench', 'bench_tournament', 'bench_llm']
+__all__ = ['bench', 'bench_tournament', 'bench_llm', 'bench_workers']
 
 # %% ../nbs/14_bench.ipynb #b0489161
 def _reference(n_calls: int, T: float = 180.0) -> float:
@@ -103,3 +103,17 @@ def bench_llm(ks=(1, 16, 64, 256), latency_ms: int = 200, per_slot: int = 8) -> 
             games, dt = run_sync(_timed_games(spec, scs, k))
             out.append(_llm_row(k, games, dt, latency_ms))
     return out
+
+# %% ../nbs/14_bench.ipynb #9128ab15
+def bench_workers(workers=(1, 2), n_agents: int = 8, games_per_pair: int = 60, seed: int = 0) -> list[dict]:
+    "Wall time of the same ladder tournament with each number of worker processes, and the speed-up over the first."
+    from bilateral.tournament import TournamentSpec, available_cores, run_tournament
+    spec = TournamentSpec(tuple(LADDER[:n_agents]), games_per_pair, 'mixed', seed)
+    out = []
+    for w in workers:
+        with tempfile.TemporaryDirectory() as d:
+            t0 = time.perf_counter()
+            s = run_tournament(spec, d, progress=False, workers=w)
+            out.append({'workers': s['workers'], 'cores': available_cores(), 'games': s['played'],
+                        'seconds': round(time.perf_counter() - t0, 2)})
+    return [{**r, 'speedup': round(out[0]['seconds'] / r['seconds'], 2)} for r in out]

@@ -107,6 +107,7 @@ def _tournament_line(s: dict, out: str) -> str:
     "One line on a tournament from `run_tournament`'s summary `s`."
     reasons = ', '.join(f'{k} {v}' for k, v in s['end_reasons'].items())
     rate = f", {s['games_per_s']:.0f} games/s" if s['games_per_s'] else ''
+    rate += f", {s['workers']} worker processes" if s.get('workers', 1) > 1 else ''
     return (f"{s['stored']}/{s['games']} games stored in {out} ({s['played']} played now in {s['seconds']} s{rate})"
             f"{'; ' + reasons if reasons else ''}")
 
@@ -119,7 +120,7 @@ def cmd_tournament(a) -> str:
                           first_mover=a.first_mover)
     limits = _agent_limits(a.agent_limit)
     try: s = run_tournament(spec, a.out, concurrency=a.concurrency, agent_limits=limits, progress=not a.quiet,
-                            extend=a.extend)
+                            extend=a.extend, workers=a.workers)
     except KeyboardInterrupt:
         with Store(a.out) as st: n = st.count()
         raise CliError(f'interrupted: {n} finished games are stored in {a.out}; '
@@ -140,7 +141,9 @@ def _add_tournament(sub):
     t.add_argument('--games-per-pair', type=int, default=10)
     t.add_argument('--seed', type=int, default=0)
     t.add_argument('--out', required=True, help='run directory')
-    t.add_argument('--concurrency', type=int, default=8)
+    t.add_argument('--concurrency', type=int, default=8, help='games in flight at once (in each worker process)')
+    t.add_argument('--workers', type=int, default=None,
+                   help='worker processes that play the games (default: the cores available, where that pays)')
     t.add_argument('--preset', default=DEFAULT_PRESET, choices=list(PRESETS))
     t.add_argument('--first-mover', default='alternate', choices=['buyer', 'seller', 'alternate'],
                    help='who moves first: alternate (default) switches between the paired scenarios')

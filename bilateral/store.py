@@ -16,7 +16,7 @@ from .core import BilateralError
 from .core import dumps
 
 # %% auto #0
-__all__ = ['SCHEMA', 'StoreError', 'nan_to_none', 'Store']
+__all__ = ['SCHEMA', 'StoreError', 'nan_to_none', 'Store', 'encode_game']
 
 # %% ../nbs/08_store.ipynb #3a2b5ae5
 SCHEMA = """
@@ -174,18 +174,29 @@ def claim(self: Store, defining: dict, spec: dict, extend: bool = False) -> None
 # %% ../nbs/08_store.ipynb #a91dc358
 def _z(obj) -> bytes | None: return None if obj is None else zlib.compress(dumps(obj).encode(), 1)
 
+# %% ../nbs/08_store.ipynb #11990423
+def encode_game(game_id: str, buyer: str, seller: str, scenario_index: int, row: dict, transcript: dict,
+                messages: dict | None = None) -> tuple:
+    "The values of the `games` row of one finished game: plain data that any process can make and send."
+    return (game_id, buyer, seller, scenario_index, row['seed'], row['tier'], row['zopa_width'], int(row['deal']),
+            row['end_reason'], dumps(nan_to_none(row)), _z(transcript), _z(messages), time.time())
+
+# %% ../nbs/08_store.ipynb #e68284f8
+@patch
+def add_encoded(self: Store, values: tuple) -> bool:
+    "Store one game that `encode_game` encoded, in its own transaction; False if it was already there."
+    with _transaction(self.con):
+        cur = self.con.execute('INSERT INTO games VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(game_id) DO NOTHING',
+                               values)
+        self.con.execute('DELETE FROM failures WHERE game_id=?', (values[0],))
+    return cur.rowcount == 1
+
 # %% ../nbs/08_store.ipynb #d373ae11
 @patch
 def add(self: Store, game_id: str, buyer: str, seller: str, scenario_index: int, row: dict, transcript: dict,
         messages: dict | None = None) -> bool:
     "Store one finished game in its own transaction; False if it was already there."
-    with _transaction(self.con):
-        cur = self.con.execute(
-            'INSERT INTO games VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(game_id) DO NOTHING',
-            (game_id, buyer, seller, scenario_index, row['seed'], row['tier'], row['zopa_width'], int(row['deal']),
-             row['end_reason'], dumps(nan_to_none(row)), _z(transcript), _z(messages), time.time()))
-        self.con.execute('DELETE FROM failures WHERE game_id=?', (game_id,))
-    return cur.rowcount == 1
+    return self.add_encoded(encode_game(game_id, buyer, seller, scenario_index, row, transcript, messages))
 
 # %% ../nbs/08_store.ipynb #6a6d3eb0
 @patch

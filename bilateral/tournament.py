@@ -6,7 +6,9 @@ Docs: https://github.com/bilateral-dev/bilateral/tournament.html.md"""
 
 # %% ../nbs/09_tournament.ipynb #989cc904
 from __future__ import annotations
-import asyncio, hashlib, itertools, time
+import asyncio, hashlib, itertools, json, marshal, os, signal, struct, sys, tempfile, threading, time
+from contextlib import suppress
+from importlib.metadata import entry_points
 from collections import Counter
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, asdict, field, replace
@@ -18,14 +20,16 @@ from .core import BilateralError, ConfigError, Scenario, derive_seed
 from .scenarios import sample_scenarios, default_catalogue, value_model, DEFAULT_PRESET
 from .protocol import Rules
 from .core import dumps
-from .agents import make_agent
+import bilateral
+from .agents import agent_kind, make_agent, split_spec
 from .play import GameResult, play_game, run_sync
 from .metrics import game_row
-from .store import Store
+from .store import Store, encode_game
 
 # %% auto #0
-__all__ = ['MAX_GAMES_PER_PAIR', 'MAX_GAMES', 'MAX_CONCURRENCY', 'catalogue_fingerprint', 'TournamentSpec', 'GameTask',
-           'pairings', 'game_id', 'first_mover_of', 'plan', 'RunStopped', 'run_tournament_async', 'run_tournament',
+__all__ = ['MAX_GAMES_PER_PAIR', 'MAX_GAMES', 'MAX_CONCURRENCY', 'MAX_WORKERS', 'MIN_GAMES_PER_WORKER', 'WAITING_KINDS',
+           'catalogue_fingerprint', 'TournamentSpec', 'GameTask', 'pairings', 'game_id', 'first_mover_of', 'plan',
+           'RunStopped', 'available_cores', 'choose_workers', 'WorkerCrashed', 'run_tournament_async', 'run_tournament',
            'round_robin']
 
 # %% ../nbs/09_tournament.ipynb #d3e2b1ad
@@ -133,7 +137,7 @@ class RunStopped(BilateralError):
     "A tournament stopped before its end because a model refused every request (a bad key, an unknown model)."
 
 # %% ../nbs/09_tournament.ipynb #cc4176c8
-def _check_run(spec: TournamentSpec, concurrency: int, agent_limits: dict | None):
+def _check_run(spec: TournamentSpec, concurrency: int, agent_limits: dict | None, workers: int | None = None):
     "Refuse a run that cannot work, before any game is played: bad sizes, limits on unknown agents, missing keys."
     if not 1 <= concurrency <= MAX_CONCURRENCY:
         raise ConfigError(f'concurrency must be 1 to {MAX_CONCURRENCY}, got {concurrency}')
@@ -142,27 +146,38 @@ def _check_run(spec: TournamentSpec, concurrency: int, agent_limits: dict | None
         if not (isinstance(k, int) and k >= 1):
             raise ConfigError(f'the limit for {a!r} must be a whole number >= 1, got {k!r}')
     for a in spec.agents: make_agent(a).check()
+    if workers is not None: _check_workers(spec, workers, agent_limits)
 
 # %% ../nbs/09_tournament.ipynb #61e7d0ae
-def _record(store, t: GameTask, r: GameResult, reasons: Counter, failed: Counter) -> str | None:
-    "Store a finished game, or record why it could not be played; return the message of a failure that stops the run."
+def _encode(t: GameTask, r: GameResult) -> tuple:
+    "A finished game as plain data: ('game', its encoded row, end reason) or ('failure', labels, failure, transcript)."
     if r.outcome.reason.scored:
-        store.add(t.game_id, t.buyer, t.seller, t.index, game_row(r), r.transcript, r.messages)
-        reasons[r.outcome.reason.value] += 1
-        return None
+        row = encode_game(t.game_id, t.buyer, t.seller, t.index, game_row(r), r.transcript, r.messages)
+        return ('game', row, r.outcome.reason.value)
     f = r.failure or {'cause': 'agent_error', 'message': 'the game ended with agent_error', 'fatal': False}
-    store.add_failure(t.game_id, t.buyer, t.seller, t.index, f, r.transcript)
+    return ('failure', (t.game_id, t.buyer, t.seller, t.index), f, r.transcript)
+
+# %% ../nbs/09_tournament.ipynb #f9d6d1a4
+def _record(store, game: tuple, reasons: Counter, failed: Counter) -> str | None:
+    "Store an encoded game, or record why it could not be played; return the message of a failure that stops the run."
+    if game[0] == 'game':
+        store.add_encoded(game[1])
+        reasons[game[2]] += 1
+        return None
+    _, labels, f, transcript = game
+    store.add_failure(*labels, f, transcript)
     failed[f['cause']] += 1
     return f['message'] if f.get('fatal') else None
 
 # %% ../nbs/09_tournament.ipynb #20d79088
 @dataclass
 class _Tally:
-    "What the workers of a run count: end reasons, failures by cause, games played, and a fatal failure's message."
+    "What a run counts: end reasons, failures by cause, games played, a fatal failure's message, dead worker processes."
     reasons: Counter = field(default_factory=Counter)
     failed: Counter = field(default_factory=Counter)
     stop: list = field(default_factory=list)
     played: int = 0
+    crashed: list = field(default_factory=list)
 
 # %% ../nbs/09_tournament.ipynb #b751b2bd
 async def _worker(todo: Iterator[GameTask], store: Store, limits: dict, bar, tally: _Tally):
@@ -172,7 +187,7 @@ async def _worker(todo: Iterator[GameTask], store: Store, limits: dict, bar, tal
         async with AsyncExitStack() as stack:
             for a in sorted({t.buyer, t.seller} & limits.keys()): await stack.enter_async_context(limits[a])
             r = await play_game(t.scenario, t.buyer, t.seller, t.rules, t.seed)
-        if (fatal := _record(store, t, r, tally.reasons, tally.failed)): tally.stop.append(fatal)
+        if (fatal := _record(store, _encode(t, r), tally.reasons, tally.failed)): tally.stop.append(fatal)
         tally.played += r.outcome.reason.scored
         bar.update(r.outcome.reason.scored)
         await asyncio.sleep(0)
@@ -186,29 +201,188 @@ def _summary(out_dir: str | Path, total: int, stored: int, dt: float, tally: _Ta
             'end_reasons': dict(sorted(tally.reasons.items())),
             'failed': sum(tally.failed.values()), 'failures': dict(sorted(tally.failed.items()))}
 
+# %% ../nbs/09_tournament.ipynb #0a7f7fa5
+MAX_WORKERS, MIN_GAMES_PER_WORKER, WAITING_KINDS = 256, 500, ('openai', 'human')
+
+# %% ../nbs/09_tournament.ipynb #7d1f6ea7
+def available_cores() -> int:
+    "The cores this process may run on (its CPU affinity)."
+    try: return len(os.sched_getaffinity(0))
+    except AttributeError: return os.cpu_count() or 1
+
+# %% ../nbs/09_tournament.ipynb #d462b6f2
+def _portable(agent: str) -> bool:
+    "Whether a fresh process knows `agent`'s kind: one declared by a module of the `bilateral.agents` entry points."
+    modules = {ep.module for ep in entry_points(group='bilateral.agents')}
+    return agent_kind(agent).factory.__module__ in modules
+
+# %% ../nbs/09_tournament.ipynb #ac040c36
+def choose_workers(spec: TournamentSpec, n_games: int, workers: int | None = None,
+                   agent_limits: dict | None = None) -> int:
+    "How many worker processes play `n_games` games of `spec`; None chooses, 1 means this process plays them."
+    if workers is None:
+        cpu = all(split_spec(a)[0] not in WAITING_KINDS and _portable(a) for a in spec.agents)
+        workers = min(available_cores(), n_games // MIN_GAMES_PER_WORKER) if cpu and not agent_limits else 1
+    return max(1, min(workers, n_games))
+
+# %% ../nbs/09_tournament.ipynb #d5f39b76
+def _check_workers(spec: TournamentSpec, workers: int, agent_limits: dict | None):
+    "Refuse, before any game is played, a number of worker processes that cannot work."
+    if not (isinstance(workers, int) and 1 <= workers <= MAX_WORKERS):
+        raise ConfigError(f'workers must be 1 to {MAX_WORKERS}, got {workers!r}')
+    if workers == 1: return
+    if agent_limits: raise ConfigError('agent limits cap games across the whole run: they need workers=1')
+    for a in spec.agents:
+        if split_spec(a)[0] == 'human': raise ConfigError('a person plays at this terminal: use workers=1')
+        if not _portable(a):
+            raise ConfigError(f'agent {a!r} is registered at run time ({agent_kind(a).factory.__module__}), so a '
+                              'worker process does not know it: declare its module as a `bilateral.agents` entry '
+                              'point, or use workers=1')
+
+# %% ../nbs/09_tournament.ipynb #18fe16f3
+def _worker_command() -> list[str]:
+    "The command line of a worker process: this Python, this copy of the package, `_child`."
+    root = str(Path(bilateral.__file__).resolve().parent.parent)
+    return [sys.executable, '-c', f'import sys; sys.path.insert(0, {root!r}); '
+            'from bilateral.tournament import _child; _child()']
+
+# %% ../nbs/09_tournament.ipynb #03a89b9c
+def _send(out, obj) -> None:
+    "Write `obj` (plain data) as one frame and flush it."
+    b = marshal.dumps(obj)
+    out.write(struct.pack('>I', len(b)) + b)
+    out.flush()
+
+# %% ../nbs/09_tournament.ipynb #769c8f30
+async def _receive(stream) -> tuple | None:
+    "The next frame of a worker's output; None where it ends (a frame cut short included)."
+    try:
+        n = struct.unpack('>I', await stream.readexactly(4))[0]
+        return marshal.loads(await stream.readexactly(n))
+    except asyncio.IncompleteReadError: return None
+
+# %% ../nbs/09_tournament.ipynb #fb515fa1
+async def _child_games(tasks: list, concurrency: int, send):
+    "Play `tasks`, `concurrency` at a time, and `send` each one, as `_encode` encodes it, as soon as it ends."
+    todo = iter(tasks)
+    async def one():
+        for t in todo:
+            send(_encode(t, await play_game(t.scenario, t.buyer, t.seller, t.rules, t.seed)))
+            await asyncio.sleep(0)
+    await asyncio.gather(*(one() for _ in range(concurrency)))
+
+# %% ../nbs/09_tournament.ipynb #106a8786
+def _child():
+    "A worker process: read the job (spec, positions in `plan(spec)`, concurrency), play it, send each game back."
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    out = os.fdopen(os.dup(1), 'wb')
+    os.dup2(2, 1)
+    def exit_at_eof():
+        while os.read(0, 1 << 16): pass
+        os._exit(0)
+    try:
+        job = json.loads(sys.stdin.buffer.readline())
+        threading.Thread(target=exit_at_eof, daemon=True).start()
+        spec = TournamentSpec.from_json(job['spec'])
+        for a in spec.agents: make_agent(a)
+        share = set(job['positions'])
+        tasks = [t for k, t in enumerate(plan(spec)) if k in share]
+        run_sync(_child_games(tasks, job['concurrency'], lambda g: _send(out, g)))
+        _send(out, ('done', len(tasks)))
+    except Exception as e:
+        _send(out, ('error', f'{type(e).__name__}: {e}'))
+        raise
+
+# %% ../nbs/09_tournament.ipynb #fa7136e7
+class WorkerCrashed(BilateralError):
+    "A worker process of a tournament died: the games it sent are stored, the next run plays the rest."
+
+# %% ../nbs/09_tournament.ipynb #f69dd3f6
+def _death(p, code: int, last) -> str:
+    "Why worker `p` ended before its games did: the error it sent, else its exit code and the last line of its stderr."
+    if last is not None: return f'a worker process failed ({last[1]})'
+    p.err.seek(0)
+    lines = p.err.read().decode(errors='replace').strip().splitlines()
+    how = f'killed by signal {-code}' if code < 0 else f'exit code {code}'
+    tail = f': {lines[-1]}' if lines else ''
+    return f'a worker process died ({how}{tail})'
+
+# %% ../nbs/09_tournament.ipynb #cf52dde8
+async def _start_worker(spec: TournamentSpec, positions: list[int], concurrency: int, n: int):
+    "A worker process playing the games at `positions` of `plan(spec)`, one of `n`."
+    threads = os.environ.get('OMP_NUM_THREADS') or str(max(1, available_cores() // n))
+    err, pipe = tempfile.TemporaryFile(), asyncio.subprocess.PIPE
+    p = await asyncio.create_subprocess_exec(*_worker_command(), stdin=pipe, stdout=pipe, stderr=err,
+                                             env={**os.environ, 'OMP_NUM_THREADS': threads})
+    p.err = err
+    p.stdin.write(json.dumps({'spec': spec.to_json(), 'positions': positions, 'concurrency': concurrency}).encode())
+    p.stdin.write(b'\n')
+    with suppress(BrokenPipeError, ConnectionResetError): await p.stdin.drain()
+    return p
+
+# %% ../nbs/09_tournament.ipynb #195c43a1
+async def _collect(p, procs: list, store: Store, bar, tally: _Tally):
+    "Store each game worker `p` sends as it arrives; on a fatal failure stop all `procs`; note why `p` died, if it did."
+    while (game := await _receive(p.stdout)) is not None:
+        if game[0] == 'done': return
+        if game[0] == 'error': break
+        if (fatal := _record(store, game, tally.reasons, tally.failed)):
+            tally.stop.append(fatal)
+            for q in procs: q.stdin.close()
+        tally.played += game[0] == 'game'
+        bar.update(game[0] == 'game')
+    code = await p.wait()
+    if not tally.stop: tally.crashed.append(_death(p, code, game))
+
+# %% ../nbs/09_tournament.ipynb #e2871118
+async def _play_in_workers(spec: TournamentSpec, missing: list, n: int, concurrency: int, store: Store, bar,
+                           tally: _Tally):
+    "Play `missing` ((position, task) pairs) in `n` worker processes; this process stores what they send."
+    procs = []
+    try:
+        for i in range(n): procs.append(await _start_worker(spec, [k for k, _ in missing[i::n]], concurrency, n))
+        await asyncio.gather(*(_collect(p, procs, store, bar, tally) for p in procs))
+    finally:
+        for p in procs:
+            with suppress(ProcessLookupError): p.kill()
+        for p in procs:
+            await p.wait()
+            p.err.close()
+
+# %% ../nbs/09_tournament.ipynb #158f614f
+async def _play_here(missing: list, concurrency: int, agent_limits: dict | None, store: Store, bar, tally: _Tally):
+    "Play `missing` ((position, task) pairs) in this process, `concurrency` games at once, within the agent limits."
+    todo = iter([t for _, t in missing])
+    limits = {a: asyncio.Semaphore(k) for a, k in (agent_limits or {}).items()}
+    await asyncio.gather(*(_worker(todo, store, limits, bar, tally) for _ in range(concurrency)))
+
 # %% ../nbs/09_tournament.ipynb #4fc0aef3
 async def run_tournament_async(spec: TournamentSpec, out_dir: str | Path, concurrency: int = 8,
-                               agent_limits: dict | None = None, progress: bool = True, extend: bool = False) -> dict:
+                               agent_limits: dict | None = None, progress: bool = True, extend: bool = False,
+                               workers: int | None = None) -> dict:
     """Play the missing games of `spec` into the store in `out_dir`; return a summary. Games that could not be played
-    are recorded apart and played again by the next run; a refused key or unknown model stops the run (`RunStopped`)."""
-    _check_run(spec, concurrency, agent_limits)
+    are recorded apart and played again by the next run; a refused key or unknown model stops the run (`RunStopped`).
+    `workers` processes play the games (None: the cores, where that pays); this process alone writes the store."""
+    _check_run(spec, concurrency, agent_limits, workers)
     with Store(out_dir) as store:
         store.claim(spec.defining(), spec.to_json(), extend)
         done, total = store.done_ids(), spec.n_games
-        missing = [t for t in plan(spec) if t.game_id not in done]
-        todo = iter(missing)
-        limits = {a: asyncio.Semaphore(k) for a, k in (agent_limits or {}).items()}
-        tally = _Tally()
-        t0 = time.perf_counter()
+        missing = [(k, t) for k, t in enumerate(plan(spec)) if t.game_id not in done]
+        n, tally, t0 = choose_workers(spec, len(missing), workers, agent_limits), _Tally(), time.perf_counter()
         bar = tqdm(total=total, initial=total - len(missing), disable=not progress, unit='game', desc='games')
-        try: await asyncio.gather(*(_worker(todo, store, limits, bar, tally) for _ in range(concurrency)))
+        try:
+            if n > 1: await _play_in_workers(spec, missing, n, concurrency, store, bar, tally)
+            else: await _play_here(missing, concurrency, agent_limits, store, bar, tally)
         finally: bar.close()
-        dt = time.perf_counter() - t0
-        stored = store.count()
+        dt, stored = time.perf_counter() - t0, store.count()
         if tally.stop:
             raise RunStopped(f'stopped: {tally.stop[0]}; {stored}/{total} games stored, none of the unplayed ones '
                              'scored; fix it and run the same command again to resume')
-        return _summary(out_dir, total, stored, dt, tally)
+        if tally.crashed:
+            more = f' (and {len(tally.crashed) - 1} more)' if len(tally.crashed) > 1 else ''
+            raise WorkerCrashed(f'{tally.crashed[0]}{more}; {stored}/{total} games stored: run the same command '
+                                'again to play the rest')
+        return {**_summary(out_dir, total, stored, dt, tally), 'workers': n}
 
 # %% ../nbs/09_tournament.ipynb #34168ac0
 def run_tournament(spec: TournamentSpec, out_dir: str | Path, **kwargs) -> dict:
