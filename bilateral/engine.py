@@ -304,6 +304,12 @@ def fail(self: Engine, role: Role, why: str, reason: EndReason = EndReason.AGENT
     self.log.append({'role': role.value, 'agent_error': str(why)[:500], 'reason': reason.value})
     _end(self, reason, by=role)
 
+# %% ../nbs/03_engine.ipynb #41dedff3
+@patch
+def unlink(self: Engine) -> None:
+    "Break the seats' links to the engine and to each other, once the game is over and its record taken."
+    for p in self.parties.values(): p.eng = p.opp = None
+
 # %% ../nbs/03_engine.ipynb #df962341
 @patch
 def state(self: Engine) -> tuple:

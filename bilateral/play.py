@@ -79,6 +79,7 @@ async def play_game(scenario: Scenario, buyer: Agent | str, seller: Agent | str,
     for role, a in agents.items():
         try: await a.finish(eng.take(role))
         except Exception: pass
+    eng.unlink()
     names = {r.value: a.name for r, a in agents.items()}
     msgs = {r.value: a.messages for r, a in agents.items() if a.messages is not None}
     info = {r.value: i for r, a in agents.items() if (i := a.info()) is not None}
