@@ -39,8 +39,11 @@ pytest: venv
 reproduce: venv
 	$(BIN)/bilateral reproduce --profile offline
 
-bench: venv
+## make bench: the engine's speed, then the same pairings against NegMAS (installs the optional extra `bench`).
+bench:
+	$(MAKE) venv EXTRAS=$(EXTRAS),bench
 	$(BIN)/bilateral bench
+	$(BIN)/bilateral bench --vs negmas
 
 ## make lab: the notebooks in JupyterLab, from the project's .venv.
 lab: venv

@@ -6,15 +6,18 @@ Docs: https://github.com/bilateral-dev/bilateral/bench.html.md"""
 
 # %% ../nbs/14_bench.ipynb #417a1021
 from __future__ import annotations
-import asyncio, json, resource, subprocess, sys, tempfile, time
+import asyncio, json, math, os, resource, subprocess, sys, tempfile, time
+from contextlib import contextmanager, nullcontext
+from importlib import import_module
+from pathlib import Path
 from .core import derive_seed
 from .scenarios import sample_scenarios
 from .protocol import Rules
-from .play import play_game, run_sync
+from .play import GameResult, play_game, run_sync
 from .strategies import LADDER
 
 # %% auto #0
-__all__ = ['bench', 'bench_tournament', 'bench_llm', 'bench_workers']
+__all__ = ['NEGMAS_KINDS', 'PAIRINGS', 'bench', 'bench_negmas', 'bench_tournament', 'bench_llm', 'bench_workers']
 
 # %% ../nbs/14_bench.ipynb #b0489161
 def _reference(n_calls: int, T: float = 180.0) -> float:
@@ -49,6 +52,94 @@ def bench(n: int = 2000, buyer: str = 'boulware', seller: str = 'boulware', seed
             'events_per_game': round(events / n, 1),
             'reference_events_per_s': round(events / ref), 'overhead_ratio': round(dt / ref, 1)}
 
+# %% ../nbs/14_bench.ipynb #016bf417
+NEGMAS_KINDS = {'boulware': 'BoulwareTBNegotiator', 'linear': 'LinearTBNegotiator', 'conceder': 'ConcederTBNegotiator'}
+PAIRINGS = (('boulware', 'conceder'), ('conceder', 'boulware'), ('boulware', 'boulware'), ('linear', 'linear'))
+
+# %% ../nbs/14_bench.ipynb #a989f14c
+def _negmas_game(sc, buyer: str, seller: str, levels: int = 1000, rounds: int = 30):
+    "One SAO negotiation in NegMAS over `sc`'s values, on `levels` prices from the buyer's anchor to the seller's."
+    import negmas
+    from negmas.preferences import AffineUtilityFunction as Gain
+    L, v, c = sc.item.listing_price, sc.buyer_value, sc.seller_cost
+    lo, hi = round(min(L * 0.5, v)), round(max(L * 1.5, c))
+    prices = [lo + (hi - lo) * i // (levels - 1) for i in range(levels)]
+    space = negmas.make_os([negmas.make_issue(prices, 'price')])
+    m = negmas.SAOMechanism(outcome_space=space, n_steps=rounds)
+    m.add(getattr(negmas, NEGMAS_KINDS[buyer])(name='buyer'),
+          ufun=Gain([-1.0], float(v), outcome_space=space, reserved_value=0.0))
+    m.add(getattr(negmas, NEGMAS_KINDS[seller])(name='seller'),
+          ufun=Gain([1.0], -float(c), outcome_space=space, reserved_value=0.0))
+    m.run()
+    return m
+
+# %% ../nbs/14_bench.ipynb #2e3632b1
+def _moves(game) -> tuple:
+    "(price in cents or None, moves) of an engine `GameResult` or a finished NegMAS mechanism."
+    if isinstance(game, GameResult):
+        moves = sum(e.kind in ('offer', 'accept') for e in game.events)
+        return (game.outcome.price if game.outcome.deal else None), moves
+    deal = game.state.agreement
+    return (deal[0] if deal else None), len(game.extended_trace) + (deal is not None)
+
+# %% ../nbs/14_bench.ipynb #33aa8447
+async def _engine_games(scs, buyer: str, seller: str, seed: int) -> list:
+    return [await play_game(sc, buyer, seller, Rules(), derive_seed(seed, 'game', i)) for i, sc in enumerate(scs)]
+
+def _side(name: str, scs, buyer: str, seller: str, seed: int, levels: int, rounds: int) -> tuple:
+    "The games of one batch on one side (`engine` or `negmas`), its CPU seconds and its wall seconds."
+    c0, t0 = time.process_time(), time.perf_counter()
+    if name == 'engine': games = run_sync(_engine_games(scs, buyer, seller, seed))
+    else: games = [_negmas_game(sc, buyer, seller, levels, rounds) for sc in scs]
+    return games, time.process_time() - c0, time.perf_counter() - t0
+
+# %% ../nbs/14_bench.ipynb #328c99ac
+def _pairing(buyer: str, seller: str, n: int, batches: int, levels: int, rounds: int, seed: int) -> tuple[dict, list]:
+    "Per side: ([(price, moves)], CPU s, wall s) over the interleaved batches of one pairing; and the scenarios."
+    acc, scs_all = {'engine': [[], 0.0, 0.0], 'negmas': [[], 0.0, 0.0]}, []
+    for b in range(batches):
+        scs = sample_scenarios(n, 'list-high', derive_seed(seed, 'batch', b))
+        scs_all += scs
+        for name in (('engine', 'negmas') if b % 2 == 0 else ('negmas', 'engine')):
+            games, cpu, wall = _side(name, scs, buyer, seller, derive_seed(seed, 'games', b), levels, rounds)
+            acc[name][0] += [_moves(g) for g in games]
+            acc[name][1] += cpu
+            acc[name][2] += wall
+    return acc, scs_all
+
+# %% ../nbs/14_bench.ipynb #f76c4740
+def _deals(results: list, scs: list) -> tuple[float, float]:
+    "Deal rate and mean deal price over the listing price."
+    ps = [p / sc.item.listing_price for (p, _), sc in zip(results, scs) if p is not None]
+    return round(len(ps) / len(scs), 3), round(sum(ps) / len(ps), 3) if ps else math.nan
+
+def _negmas_row(buyer: str, seller: str, acc: dict, scs: list) -> dict:
+    "One row of `bench_negmas`."
+    (er, ec, ew), (nr, nc, nw), g = acc['engine'], acc['negmas'], len(scs)
+    em, nm = sum(m for _, m in er), sum(m for _, m in nr)
+    (ed, ep), (nd, np_) = _deals(er, scs), _deals(nr, scs)
+    return {'pairing': f'{buyer} vs {seller}', 'games': g, 'engine_games_per_s': round(g / ec),
+            'negmas_games_per_s': round(g / nc, 1), 'per_negotiation': round(nc / ec, 1),
+            'per_move': round(em / ec / (nm / nc), 1), 'wall_per_negotiation': round(nw / ew, 1),
+            'engine_moves_per_game': round(em / g, 1), 'negmas_moves_per_game': round(nm / g, 1),
+            'engine_deal_rate': ed, 'negmas_deal_rate': nd, 'engine_price_over_L': ep, 'negmas_price_over_L': np_}
+
+# %% ../nbs/14_bench.ipynb #7fb2b853
+def _one_thread():
+    "BLAS and OpenMP pools held to one thread, when `threadpoolctl` is there."
+    try: from threadpoolctl import threadpool_limits
+    except ImportError: return nullcontext()
+    return threadpool_limits(1)
+
+def bench_negmas(pairings=PAIRINGS, n: int = 100, batches: int = 4, levels: int = 1000, rounds: int = 30,
+                 seed: int = 0) -> list[dict]:
+    "Per pairing: the engine against NegMAS's SAO time-based negotiators on the same scenarios, interleaved."
+    try: import_module('negmas')
+    except ImportError: raise ImportError("NegMAS is not installed: pip install 'bilateral[bench]'") from None
+    _negmas_game(sample_scenarios(1, 'list-high', seed)[0], 'linear', 'linear', levels, rounds)
+    with _one_thread():
+        return [_negmas_row(b, s, *_pairing(b, s, n, batches, levels, rounds, seed)) for b, s in pairings]
+
 # %% ../nbs/14_bench.ipynb #54335841
 def _tournament_child(n: int, out: str) -> dict:
     from bilateral.tournament import TournamentSpec, run_tournament
@@ -71,37 +162,63 @@ def bench_tournament(sizes=(1000, 5000, 15000)) -> list[dict]:
             out.append(json.loads(r.stdout.strip().splitlines()[-1]))
     return out
 
+# %% ../nbs/14_bench.ipynb #f19cadd5
+def _cpu_of(pid: int) -> float:
+    "CPU seconds used so far by the process `pid` (from Linux's `/proc`; NaN where there is none)."
+    try: f = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()
+    except OSError: return math.nan
+    return (int(f[11]) + int(f[12])) / os.sysconf('SC_CLK_TCK')
+
 # %% ../nbs/14_bench.ipynb #6f422e34
-async def _timed_games(spec: str, scs: list, k: int) -> tuple[list, float]:
-    "The games of `scs`, K in flight, and the seconds they took (the warm-up game excluded)."
+async def _timed_games(spec: str, scs: list, k: int, pid: int | None = None) -> tuple[list, float, float, float]:
+    "The games of `scs`, K in flight; their wall seconds, this process's CPU seconds and the process `pid`'s."
     sem = asyncio.Semaphore(k)
     async def one(i, sc):
         async with sem: return await play_game(sc, spec, 'conceder', seed=i)
     await play_game(scs[0], spec, 'conceder', seed=-1)
-    t0 = time.perf_counter()
+    t0, c0, s0 = time.perf_counter(), time.process_time(), _cpu_of(pid) if pid else math.nan
     games = await asyncio.gather(*(one(i, sc) for i, sc in enumerate(scs)))
-    return games, time.perf_counter() - t0
+    s1 = _cpu_of(pid) if pid else math.nan
+    return games, time.perf_counter() - t0, time.process_time() - c0, s1 - s0
 
 # %% ../nbs/14_bench.ipynb #8d3a1f6c
-def _llm_row(k: int, games: list, dt: float, latency_ms: int) -> dict:
+def _llm_row(k: int, games: list, dt: float, cpu: float, server: float, latency_ms: int) -> dict:
     "One row of `bench_llm`."
     calls = sum(g.info['buyer']['calls'] for g in games)
     ideal = k / (latency_ms / 1000)
-    return {'k': k, 'games': len(games), 'calls': calls, 'seconds': round(dt, 2), 'calls_per_s': round(calls / dt, 1),
-            'ideal_per_s': ideal, 'share_of_ideal': round(calls / dt / ideal, 3),
+    return {'latency_s': latency_ms / 1000, 'k': k, 'games': len(games), 'calls': calls, 'seconds': round(dt, 2),
+            'calls_per_s': round(calls / dt, 1), 'ideal_per_s': round(ideal, 1),
+            'share_of_ideal': round(calls / dt / ideal, 3), 'client_cpu_ms_per_call': round(1000 * cpu / calls, 2),
+            'endpoint_cpu_ms_per_call': round(1000 * server / calls, 2),
             'errors': sum(g.outcome.reason.value not in ('deal', 'both_idle') for g in games)}
 
+# %% ../nbs/14_bench.ipynb #0f94d615
+def _cores() -> tuple[set | None, set | None]:
+    "(endpoint cores, client cores): the first core and the others, when there are two or more."
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else []
+    return ({cores[0]}, set(cores[1:])) if len(cores) > 1 else (None, None)
+
+@contextmanager
+def _pinned(cpus: set | None):
+    "This thread, and the threads it starts, on `cpus` for the block (left as it is for None)."
+    before = os.sched_getaffinity(0) if cpus else None
+    if cpus: os.sched_setaffinity(0, cpus)
+    try: yield
+    finally:
+        if before: os.sched_setaffinity(0, before)
+
 # %% ../nbs/14_bench.ipynb #c7b2e0f8
-def bench_llm(ks=(1, 16, 64, 256), latency_ms: int = 200, per_slot: int = 8) -> list[dict]:
-    "Model calls/s with K concurrent games against an endpoint of fixed latency, against the ideal K/latency."
+def bench_llm(ks=(1, 16, 64, 256), latencies_ms=(200,), per_slot: int = 8, pin: bool = True) -> list[dict]:
+    "Calls/s, share of the ideal K/latency and CPU ms per call, K games in flight against an endpoint of its own."
     from bilateral.fakeserver import serve
+    server_cores, client_cores = _cores() if pin else (None, None)
     out = []
-    with serve() as srv:
-        for k in ks:
-            spec = f'openai:ok-{latency_ms}ms@{srv.url}?cache=off&concurrency={k}'
-            scs = sample_scenarios(k * per_slot, 'list-high', 1)
-            games, dt = run_sync(_timed_games(spec, scs, k))
-            out.append(_llm_row(k, games, dt, latency_ms))
+    with serve(cpus=server_cores) as srv, _pinned(client_cores):
+        for ms in latencies_ms:
+            for k in ks:
+                spec = f'openai:ok-{ms}ms@{srv.url}?cache=off&concurrency={k}'
+                scs = sample_scenarios(k * per_slot, 'list-high', 1)
+                out.append(_llm_row(k, *run_sync(_timed_games(spec, scs, k, srv.proc.pid)), ms))
     return out
 
 # %% ../nbs/14_bench.ipynb #9128ab15

@@ -265,39 +265,62 @@ def _bench_text(b: dict) -> str:
 
 # %% ../nbs/13_cli.ipynb #0f785a23
 def _bench_llm_text(rows: list[dict]) -> str:
-    "One line per concurrency K of `bench.bench_llm`."
-    return '\n'.join(f"K={r['k']:>4}: {r['calls']} calls in {r['seconds']} s = {r['calls_per_s']} calls/s; "
-                     f"ideal {r['ideal_per_s']:.0f}/s; "
-                     f"{100 * r['share_of_ideal']:.1f}% of ideal ({r['errors']} games ended abnormally)" for r in rows)
+    "One line per latency and concurrency K of `bench.bench_llm`."
+    return '\n'.join(f"{r['latency_s']:g} s, K={r['k']:>4}: {r['calls']} calls in {r['seconds']} s = "
+                     f"{r['calls_per_s']} calls/s; ideal {r['ideal_per_s']:.0f}/s; {100 * r['share_of_ideal']:.1f}% of "
+                     f"ideal; CPU/call: client {r['client_cpu_ms_per_call']} ms, endpoint "
+                     f"{r['endpoint_cpu_ms_per_call']} ms ({r['errors']} games ended abnormally)" for r in rows)
 
 def _bench_tournament_text(rows: list[dict]) -> str:
     "One line per tournament size of `bench.bench_tournament`."
     return '\n'.join(f"{r['games']:>6} games with metrics and store writes: {r['seconds']:>6} s "
                      f"({r['games'] / r['seconds']:.0f} games/s), peak memory {r['peak_rss_mb']} MB" for r in rows)
 
+# %% ../nbs/13_cli.ipynb #eb6ba90c
+def _bench_negmas_text(rows: list[dict]) -> str:
+    "The table of `bench.bench_negmas`."
+    head = (f"{'pairing':<21}{'engine/s':>9}{'negmas/s':>9}{'x negot.':>9}{'x move':>7}{'x wall':>7}"
+            f"{'moves e|n':>12}{'deals e|n':>12}{'price/L e|n':>14}")
+    lines = [f"{r['pairing']:<21}{r['engine_games_per_s']:>9}{r['negmas_games_per_s']:>9}{r['per_negotiation']:>9}"
+             f"{r['per_move']:>7}{r['wall_per_negotiation']:>7}"
+             f"{r['engine_moves_per_game']:>6}|{r['negmas_moves_per_game']:<5}"
+             f"{r['engine_deal_rate']:>6.2f}|{r['negmas_deal_rate']:<5.2f}"
+             f"{r['engine_price_over_L']:>7.3f}|{r['negmas_price_over_L']:.3f}" for r in rows]
+    return '\n'.join([f"engine vs NegMAS, {rows[0]['games']} games per pairing; games per CPU second", head, *lines])
+
 # %% ../nbs/13_cli.ipynb #3b40c20a
 def cmd_bench(a) -> str:
-    "Engine speed on scripted games."
+    "Engine speed on scripted games; or against NegMAS, ladder tournaments, or K games against a local endpoint."
     from bilateral.bench import bench
     make_agent(a.buyer), make_agent(a.seller)
+    if a.vs == 'negmas':
+        from bilateral.bench import bench_negmas
+        try: return _bench_negmas_text(bench_negmas(n=-(-(a.games or 400) // 4), batches=4, seed=a.seed))
+        except ImportError as e: raise CliError(f'--vs negmas: {e}') from None
     if a.llm:
         from bilateral.bench import bench_llm
-        return _bench_llm_text(bench_llm([int(x) for x in a.llm.split(',')]))
+        ks, ms = ([int(x) for x in s.split(',')] for s in (a.llm, a.latency))
+        return _bench_llm_text(bench_llm(ks, ms, a.per_slot))
     if a.tournament:
         from bilateral.bench import bench_tournament
         return _bench_tournament_text(bench_tournament([int(x) for x in a.tournament.split(',')]))
-    return _bench_text(bench(a.games, a.buyer, a.seller, a.seed))
+    return _bench_text(bench(a.games or 2000, a.buyer, a.seller, a.seed))
 
+# %% ../nbs/13_cli.ipynb #53eca65d
 def _add_bench(sub):
     b = sub.add_parser('bench', help='engine speed')
-    b.add_argument('--games', type=int, default=2000)
+    b.add_argument('--games', type=int, default=None)
     b.add_argument('--buyer', default='boulware')
     b.add_argument('--seller', default='boulware')
     b.add_argument('--seed', type=int, default=0)
+    b.add_argument('--vs', default=None, choices=['negmas'],
+                   help='instead: the same pairings through NegMAS and the engine, with the ratios (extra: bench)')
     b.add_argument('--tournament', default=None, metavar='N,N,...',
                    help='instead: ladder tournaments of these sizes, with store')
     b.add_argument('--llm', default=None, metavar='K,K,...',
-                   help='instead: K concurrent games against a local endpoint with 200 ms latency')
+                   help='instead: K concurrent games against a local endpoint in its own process')
+    b.add_argument('--latency', default='200', metavar='MS,MS,...', help='the endpoint latencies of --llm')
+    b.add_argument('--per-slot', type=int, default=8, help='games per concurrent slot of --llm')
     b.set_defaults(fn=cmd_bench)
 
 # %% ../nbs/13_cli.ipynb #de2cbe08

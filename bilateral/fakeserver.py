@@ -8,7 +8,7 @@ Docs: https://github.com/bilateral-dev/bilateral/fakeserver.html.md"""
 __all__ = ['FAULTS', 'play_reply', 'completion', 'make_app', 'main', 'free_port', 'serve']
 
 # %% ../nbs/06b_fakeserver.ipynb #db092b26
-import argparse, asyncio, json, re, socket, subprocess, sys, time, urllib.request
+import argparse, asyncio, json, os, re, socket, subprocess, sys, time, urllib.request
 from collections import Counter
 
 # %% ../nbs/06b_fakeserver.ipynb #f2931bce
@@ -209,15 +209,16 @@ def _stop(proc: subprocess.Popen):
 
 # %% ../nbs/06b_fakeserver.ipynb #c2f9e6a4
 class serve:
-    "Run the fault-injecting endpoint in a subprocess; `.url` is its base URL."
-    def __init__(self, port: int | None = None):
-        self.port = port or free_port()
+    "Run the fault-injecting endpoint in a subprocess; `.url` is its base URL; `cpus` pins it to those cores."
+    def __init__(self, port: int | None = None, cpus: set | None = None):
+        self.port, self.cpus = port or free_port(), cpus
         self.url = f'http://127.0.0.1:{self.port}/v1'
     def _get(self, path: str) -> dict:
         with urllib.request.urlopen(f'http://127.0.0.1:{self.port}{path}', timeout=5) as r: return json.loads(r.read())
     def __enter__(self):
         cmd = [sys.executable, '-c', 'from bilateral.fakeserver import main; main()', '--port', str(self.port)]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if self.cpus and hasattr(os, 'sched_setaffinity'): os.sched_setaffinity(self.proc.pid, self.cpus)
         for _ in range(300):
             try:
                 self._get('/stats')

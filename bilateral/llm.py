@@ -301,13 +301,13 @@ def _cache_key(self: OpenAIAgent, messages, tools) -> str:
 
 @patch
 async def complete(self: OpenAIAgent, messages, tools) -> Reply | None:
-    key = self._cache_key(messages, tools)
-    if self.cache and (hit := self.cache.get(key)): return hit
+    key = self._cache_key(messages, tools) if self.cache else None
+    if key and (hit := self.cache.get(key)): return hit
     kwargs = dict(model=self.model, messages=messages, tools=tools, **self.sampling)
     got = await request(self.ep, kwargs, self.opts.get('retries', 6), self.rng)
     if got is None: return None
     reply = _reply_from(*got)
-    if self.cache and reply.finish_reason != 'content_filter': self.cache.put(key, reply)
+    if key and reply.finish_reason != 'content_filter': self.cache.put(key, reply)
     return reply
 
 # %% ../nbs/06_llm.ipynb #f34480e2
