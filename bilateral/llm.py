@@ -206,11 +206,12 @@ def _status_error(ep: Endpoint, e, st: _Tries):
 async def _attempt(ep: Endpoint, kwargs: dict, st: _Tries):
     "One try: (response, latency), None (the same server error again), or `_AGAIN` with what happened in `st`."
     import openai
+    from openai.types.chat import ChatCompletion
     st.delay = None
     t0 = time.perf_counter()
     ep.requests += 1
     try:
-        resp = await ep.client.chat.completions.create(**kwargs)
+        resp = await ep.client.post('/chat/completions', body=kwargs, cast_to=ChatCompletion)
         ep.limiter.success()
         ep.ok += 1
         return resp, time.perf_counter() - t0
