@@ -10,14 +10,17 @@ import asyncio, json, math, os, resource, subprocess, sys, tempfile, time
 from contextlib import contextmanager, nullcontext
 from importlib import import_module
 from pathlib import Path
-from .core import derive_seed
+from .core import ConfigError, Role, derive_seed
+from .engine import Engine
+from .agents import Agent, make_agent
 from .scenarios import sample_scenarios
 from .protocol import Rules
 from .play import GameResult, play_game, run_sync
 from .strategies import LADDER
 
 # %% auto #0
-__all__ = ['NEGMAS_KINDS', 'PAIRINGS', 'bench', 'bench_negmas', 'bench_tournament', 'bench_llm', 'bench_workers']
+__all__ = ['PHASES', 'NEGMAS_KINDS', 'PAIRINGS', 'bench', 'turn_costs', 'bench_negmas', 'bench_tournament', 'bench_llm',
+           'bench_workers']
 
 # %% ../nbs/14_bench.ipynb #b0489161
 def _reference(n_calls: int, T: float = 180.0) -> float:
@@ -51,6 +54,53 @@ def bench(n: int = 2000, buyer: str = 'boulware', seller: str = 'boulware', seed
             'games_per_s': round(n / dt, 1), 'events_per_s': round(events / dt),
             'events_per_game': round(events / n, 1),
             'reference_events_per_s': round(events / ref), 'overhead_ratio': round(dt / ref, 1)}
+
+# %% ../nbs/14_bench.ipynb #1df1458c
+PHASES = ('set-up', 'next_turn', 'take', 'act_now', 'submit', 'transcript')
+
+def _lap(T: dict, phase: str, t0: float) -> float:
+    "Add the time since `t0` to `phase`; return the clock now."
+    t = time.perf_counter()
+    T[phase] += t - t0
+    return t
+
+# %% ../nbs/14_bench.ipynb #cd6b479a
+async def _phased(scenarios, buyer: str, seller: str, rules: Rules, seed: int) -> tuple[dict, int]:
+    "Seconds per phase of the driver's loop over the games, the laps counted, and the calls that landed."
+    T, laps, n = dict.fromkeys(PHASES, 0.0), dict.fromkeys(PHASES, 0), 0
+    for i, sc in enumerate(scenarios):
+        t = time.perf_counter()
+        eng = Engine(sc, rules, derive_seed(seed, 'game', i))
+        agents = {Role.BUYER: make_agent(buyer), Role.SELLER: make_agent(seller)}
+        for r, a in agents.items(): await a.start(eng.brief(r))
+        t = _lap(T, 'set-up', t)
+        while (role := eng.next_turn()) is not None:
+            t = _lap(T, 'next_turn', t)
+            obs = eng.take(role)
+            t = _lap(T, 'take', t)
+            calls = agents[role].act_now(obs)
+            t = _lap(T, 'act_now', t)
+            eng.submit(role, calls)
+            t = _lap(T, 'submit', t)
+        t = _lap(T, 'next_turn', t)
+        eng.transcript({})
+        _lap(T, 'transcript', t)
+        n += eng.n_calls
+        for k, v in zip(PHASES, (1, eng.n_batches + 1, eng.n_batches, eng.n_batches, eng.n_batches, 1)): laps[k] += v
+    return T, laps, n
+
+# %% ../nbs/14_bench.ipynb #a520d91f
+def turn_costs(n: int = 2000, buyer: str = 'boulware', seller: str = 'boulware', seed: int = 0,
+               rules: Rules = Rules()) -> dict:
+    "Microseconds per landed call in each phase of the driver's loop, the clock's own cost taken out, and their sum."
+    if any(type(make_agent(s)).act is not Agent.act for s in (buyer, seller)):
+        raise ConfigError('turn_costs times agents that answer at once (act_now), such as the scripted ones')
+    T, laps, calls = run_sync(_phased(sample_scenarios(n, 'list-high', seed), buyer, seller, rules, seed))
+    t0 = time.perf_counter()
+    for _ in range(10_000): _lap({'x': 0.0}, 'x', t0)
+    tick = (time.perf_counter() - t0) / 10_000
+    out = {k: round(max(0.0, T[k] - tick * laps[k]) / calls * 1e6, 2) for k in PHASES}
+    return {**out, 'total': round(sum(out.values()), 2)}
 
 # %% ../nbs/14_bench.ipynb #016bf417
 NEGMAS_KINDS = {'boulware': 'BoulwareTBNegotiator', 'linear': 'LinearTBNegotiator', 'conceder': 'ConcederTBNegotiator'}
@@ -145,7 +195,8 @@ def _tournament_child(n: int, out: str) -> dict:
     from bilateral.tournament import TournamentSpec, run_tournament
     gpp = -(-n // len(LADDER) ** 2)
     t0 = time.perf_counter()
-    s = run_tournament(TournamentSpec(tuple(LADDER), gpp, 'mixed', 0), out, concurrency=8, progress=False)
+    s = run_tournament(TournamentSpec(tuple(LADDER), gpp, 'mixed', 0), out, concurrency=8, progress=False,
+                       workers=1)
     elapsed = round(time.perf_counter() - t0, 2)
     peak = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     return {'games': s['stored'], 'seconds': elapsed, 'peak_rss_mb': peak}

@@ -257,11 +257,13 @@ def _add_tiny(sub):
     tm.set_defaults(fn=cmd_tiny)
 
 # %% ../nbs/13_cli.ipynb #3c70c023
-def _bench_text(b: dict) -> str:
-    "The engine benchmark of `bench.bench`, in three lines."
-    return (f"{b['pairing']}: {b['games']} games, {b['events']} events in {b['seconds']} s on one core\n"
-            f"{b['games_per_s']:.0f} games/s, {b['events_per_s']:,} events/s ({b['events_per_game']} events/game)\n"
-            f"reference loop: {b['reference_events_per_s']:,} events/s; engine overhead ratio {b['overhead_ratio']}x")
+def _bench_text(b: dict, costs: dict | None = None) -> str:
+    "The engine benchmark of `bench.bench` in three lines, and where a call's time goes (`bench.turn_costs`)."
+    out = (f"{b['pairing']}: {b['games']} games, {b['events']} events in {b['seconds']} s on one core\n"
+           f"{b['games_per_s']:.0f} games/s, {b['events_per_s']:,} events/s ({b['events_per_game']} events/game)\n"
+           f"reference loop: {b['reference_events_per_s']:,} events/s; engine overhead ratio {b['overhead_ratio']}x")
+    if costs: out += '\nus per call: ' + ', '.join(f'{k} {v}' for k, v in costs.items())
+    return out
 
 # %% ../nbs/13_cli.ipynb #0f785a23
 def _bench_llm_text(rows: list[dict]) -> str:
@@ -275,6 +277,11 @@ def _bench_tournament_text(rows: list[dict]) -> str:
     "One line per tournament size of `bench.bench_tournament`."
     return '\n'.join(f"{r['games']:>6} games with metrics and store writes: {r['seconds']:>6} s "
                      f"({r['games'] / r['seconds']:.0f} games/s), peak memory {r['peak_rss_mb']} MB" for r in rows)
+
+def _bench_workers_text(rows: list[dict]) -> str:
+    "One line per number of worker processes of `bench.bench_workers`."
+    return '\n'.join(f"{r['workers']} worker process(es) on {r['cores']} cores: {r['games']} games in "
+                     f"{r['seconds']} s, speed-up {r['speedup']}x" for r in rows)
 
 # %% ../nbs/13_cli.ipynb #eb6ba90c
 def _bench_negmas_text(rows: list[dict]) -> str:
@@ -291,7 +298,7 @@ def _bench_negmas_text(rows: list[dict]) -> str:
 # %% ../nbs/13_cli.ipynb #3b40c20a
 def cmd_bench(a) -> str:
     "Engine speed on scripted games; or against NegMAS, ladder tournaments, or K games against a local endpoint."
-    from bilateral.bench import bench
+    from bilateral.bench import bench, turn_costs
     make_agent(a.buyer), make_agent(a.seller)
     if a.vs == 'negmas':
         from bilateral.bench import bench_negmas
@@ -301,10 +308,16 @@ def cmd_bench(a) -> str:
         from bilateral.bench import bench_llm
         ks, ms = ([int(x) for x in s.split(',')] for s in (a.llm, a.latency))
         return _bench_llm_text(bench_llm(ks, ms, a.per_slot))
+    if a.workers:
+        from bilateral.bench import bench_workers
+        return _bench_workers_text(bench_workers([int(x) for x in a.workers.split(',')]))
     if a.tournament:
         from bilateral.bench import bench_tournament
         return _bench_tournament_text(bench_tournament([int(x) for x in a.tournament.split(',')]))
-    return _bench_text(bench(a.games or 2000, a.buyer, a.seller, a.seed))
+    n = a.games or 2000
+    try: costs = turn_costs(n, a.buyer, a.seller, a.seed)
+    except ConfigError: costs = None
+    return _bench_text(bench(n, a.buyer, a.seller, a.seed), costs)
 
 # %% ../nbs/13_cli.ipynb #53eca65d
 def _add_bench(sub):
@@ -321,6 +334,8 @@ def _add_bench(sub):
                    help='instead: K concurrent games against a local endpoint in its own process')
     b.add_argument('--latency', default='200', metavar='MS,MS,...', help='the endpoint latencies of --llm')
     b.add_argument('--per-slot', type=int, default=8, help='games per concurrent slot of --llm')
+    b.add_argument('--workers', default=None, metavar='N,N,...',
+                   help='instead: the same ladder tournament with these numbers of worker processes')
     b.set_defaults(fn=cmd_bench)
 
 # %% ../nbs/13_cli.ipynb #de2cbe08
