@@ -15,8 +15,8 @@ from .core import BilateralError, ConfigError, EndReason
 from .protocol import Brief, Observation, ToolCall
 
 # %% auto #0
-__all__ = ['REGISTRY', 'LOAD_ERRORS', 'Agent', 'AgentStop', 'AgentKind', 'split_spec', 'register_agent', 'load_agent_kinds',
-           'agent_kind', 'check_spec', 'make_agent', 'display_name']
+__all__ = ['REGISTRY', 'REGISTERED_BY', 'LOAD_ERRORS', 'Agent', 'AgentStop', 'AgentKind', 'split_spec', 'register_agent',
+           'load_agent_kinds', 'agent_kind', 'check_spec', 'make_agent', 'display_name']
 
 # %% ../nbs/04_agents.ipynb #309cefc1
 class Agent:
@@ -112,10 +112,12 @@ def display(self: AgentKind, spec: str, width: int = 22) -> str:
 
 # %% ../nbs/04_agents.ipynb #a784defd
 REGISTRY: dict[str, AgentKind] = {}
+REGISTERED_BY: dict[str, set] = {}   # kind -> every module that registered it (a notebook may register one again)
 
 def register_agent(name: str, factory: Callable, description: str, **grammar) -> None:
     "Make `name` usable wherever an agent spec is accepted; `grammar` as in `AgentKind` (arg, options, ...)."
     REGISTRY[name] = AgentKind(name, factory, description, **grammar)
+    REGISTERED_BY.setdefault(name, set()).add(factory.__module__)
 
 LOAD_ERRORS: dict[str, str] = {}   # entry points that could not be imported, and why
 _loaded = False

@@ -21,7 +21,7 @@ from .scenarios import sample_scenarios, default_catalogue, value_model, DEFAULT
 from .protocol import Rules
 from .core import dumps
 import bilateral
-from .agents import agent_kind, make_agent, split_spec
+from .agents import REGISTERED_BY, agent_kind, make_agent, split_spec
 from .play import GameResult, play_game, run_sync
 from .metrics import game_row
 from .store import Store, encode_game
@@ -212,9 +212,9 @@ def available_cores() -> int:
 
 # %% ../nbs/09_tournament.ipynb #d462b6f2
 def _portable(agent: str) -> bool:
-    "Whether a fresh process knows `agent`'s kind: one declared by a module of the `bilateral.agents` entry points."
+    "Whether a fresh process knows `agent`'s kind: one that a module of the `bilateral.agents` entry points registers."
     modules = {ep.module for ep in entry_points(group='bilateral.agents')}
-    return agent_kind(agent).factory.__module__ in modules
+    return bool(REGISTERED_BY.get(agent_kind(agent).name, set()) & modules)
 
 # %% ../nbs/09_tournament.ipynb #ac040c36
 def choose_workers(spec: TournamentSpec, n_games: int, workers: int | None = None,
