@@ -6,7 +6,7 @@ Docs: https://github.com/bilateral-dev/bilateral/cli.html.md"""
 
 # %% ../nbs/13_cli.ipynb #1c80d5bc
 from __future__ import annotations
-import argparse, json, sqlite3, sys, textwrap
+import argparse, inspect, json, sqlite3, sys, textwrap
 from pathlib import Path
 from .scenarios import DEFAULT_PRESET, PRESETS, load_catalogue, make_scenario, sample_scenarios
 from .protocol import Rules
@@ -239,20 +239,25 @@ def _add_play(sub):
 # %% ../nbs/13_cli.ipynb #47f5dee8
 def cmd_tiny(a) -> str:
     "Build or evaluate the tiny offline model."
-    from bilateral.sft import build_tiny_model, tool_call_rate
+    import torch
+    from bilateral.sft import build_tiny_model, tool_call_rate, TINY_WINDOW
+    torch.set_num_threads(a.threads)
     if a.action == 'build':
-        rep = build_tiny_model(a.dir, n_games=a.games, epochs=a.epochs, seed=a.seed)
-        rep['tool_calls'] = tool_call_rate(f'hf:{a.dir}', n_games=a.eval_games)
-    else: rep = {'tool_calls': tool_call_rate(f'hf:{a.dir}', n_games=a.eval_games)}
+        rep = build_tiny_model(a.dir, n_games=a.games, epochs=a.epochs, seed=a.seed, threads=a.threads)
+    else: rep = {}
+    rep['tool_calls'] = tool_call_rate(f'hf:{a.dir}?window={TINY_WINDOW}', n_games=a.eval_games)
     return json.dumps(rep, indent=1)
 
 def _add_tiny(sub):
+    from bilateral.sft import build_tiny_model
+    d = {k: p.default for k, p in inspect.signature(build_tiny_model).parameters.items()}
     tm = sub.add_parser('tiny-model', help='build or evaluate the tiny offline model')
     tm.add_argument('action', choices=['build', 'eval'])
     tm.add_argument('dir')
-    tm.add_argument('--games', type=int, default=100, help='ladder games whose conversations are the SFT data')
-    tm.add_argument('--epochs', type=float, default=3)
-    tm.add_argument('--seed', type=int, default=0)
+    tm.add_argument('--games', type=int, default=d['n_games'], help='ladder games whose conversations are the SFT data')
+    tm.add_argument('--epochs', type=float, default=d['epochs'])
+    tm.add_argument('--seed', type=int, default=d['seed'])
+    tm.add_argument('--threads', type=int, default=d['threads'], help='torch threads while training and evaluating')
     tm.add_argument('--eval-games', type=int, default=14)
     tm.set_defaults(fn=cmd_tiny)
 

@@ -6,15 +6,19 @@ Docs: https://github.com/bilateral-dev/bilateral/report.html.md"""
 
 # %% ../nbs/12_report.ipynb #ac4ac459
 from __future__ import annotations
-import json
+import json, sqlite3, tempfile, threading
+from contextlib import contextmanager, nullcontext
+from functools import partial
 from importlib import resources
 from pathlib import Path
 import pandas as pd
 import altair as alt
+from tqdm.auto import tqdm
 from .core import BilateralError, ConfigError
 from .scenarios import DEFAULT_PRESET
 from .strategies import LADDER
 from .store import Store, StoreError
+from .tournament import TournamentSpec
 from .metrics import leaderboard
 from . import plots
 from .view import write_view, run_info
@@ -99,11 +103,11 @@ PROFILES = {
     'smoke': {'concurrency': 4, 'n_boot': 200, 'stages': [
         {'name': '', 'agents': ['boulware', 'conceder', 'hardliner'], 'games_per_pair': 4, 'preset': DEFAULT_PRESET,
          'seed': 0, 'self_play': True, 'first_mover': 'alternate'}]},
-    'offline': {'concurrency': 16, 'n_boot': 1000, 'tiny': {'n_games': 80, 'epochs': 2}, 'stages': [
+    'offline': {'concurrency': 16, 'n_boot': 1000, 'tiny': {'seed': 0}, 'stages': [
         {'name': '', 'agents': LADDER, 'games_per_pair': 120, 'preset': DEFAULT_PRESET, 'seed': 0, 'self_play': True,
          'first_mover': 'alternate', 'findings': True},
         {'name': 'tiny', 'agents': [TINY_SPEC] + LADDER, 'games_per_pair': 4, 'preset': DEFAULT_PRESET, 'seed': 0,
-         'self_play': False, 'first_mover': 'alternate'}]},
+         'self_play': False, 'first_mover': 'alternate', 'threads': 1}]},
     'paper': {'concurrency': 32, 'n_boot': 1000, 'stages': [
         {'name': '', 'agents': ['openai:gpt-4.1', 'openai:o4-mini',
                                 'openai:claude-sonnet-4@https://api.anthropic.com/v1/',
@@ -119,24 +123,87 @@ def experiment_path(name: str) -> Path:
     "The shipped copy of an experiment notebook."
     return Path(str(resources.files('bilateral') / 'experiments' / f'{name}.ipynb'))
 
+# %% ../nbs/12_report.ipynb #81ab37be
+@contextmanager
+def _following(read, show, every: float = 0.5):
+    "While the block runs, a thread passes each new reading of `read()` (None: nothing yet) to `show(done, total)`."
+    stop, last = threading.Event(), [None]
+    def look():
+        got = read()
+        if got is not None and got != last[0]:
+            last[0] = got
+            show(*got)
+    def loop():
+        while not stop.wait(every): look()
+    t = threading.Thread(target=loop, name='bilateral-progress', daemon=True)
+    t.start()
+    try: yield
+    finally:
+        stop.set()
+        t.join()
+        look()
+
+# %% ../nbs/12_report.ipynb #579f9714
+def _games_stored(run_dir: Path, total: int):
+    "(games stored, `total`) in the store of `run_dir`, or None while it cannot be read (not made yet, or busy)."
+    try:
+        with Store(run_dir, create=False) as st: return st.count(), total
+    except (BilateralError, sqlite3.Error): return None
+
+def _steps_done(path: Path):
+    "(step, total steps) from a training progress file, or None while there is none."
+    try: d = json.loads(Path(path).read_text())
+    except (OSError, ValueError): return None
+    return d['step'], d['total']
+
+# %% ../nbs/12_report.ipynb #ebe50391
+class _Bar:
+    "A tqdm bar of `unit`s, made at the first `show(done, total)`."
+    def __init__(self, desc: str, unit: str): self.desc, self.unit, self.tq = desc, unit, None
+    def show(self, done: int, total: int):
+        if self.tq is None: self.tq = tqdm(total=total, initial=done, desc=self.desc, unit=self.unit)
+        else:
+            self.tq.total = total
+            self.tq.update(done - self.tq.n)
+    def close(self):
+        if self.tq is not None: self.tq.close()
+
 # %% ../nbs/12_report.ipynb #320dad75
-def _execute(name: str, out: Path, params: dict, progress: bool):
-    "Run the experiment notebook `name` into `out` with `params`."
+def _execute(name: str, out: Path, params: dict, progress: bool, follow: tuple | None = None):
+    "Run the experiment notebook `name` into `out` with `params`; `follow`: (read, label, unit) of its progress."
     import papermill as pm
     out.parent.mkdir(parents=True, exist_ok=True)
+    bar = _Bar(*follow[1:]) if progress and follow else None
     try:
-        pm.execute_notebook(str(experiment_path(name)), str(out), parameters=params, kernel_name='python3',
-                            progress_bar=progress, cwd=str(out.parent))
+        with _following(follow[0], bar.show) if bar else nullcontext():
+            pm.execute_notebook(str(experiment_path(name)), str(out), parameters=params, kernel_name='python3',
+                                progress_bar=progress and not bar, cwd=str(out.parent))
     except pm.PapermillExecutionError as e:
         msg = f'experiment {name} failed ({e.ename}: {e.evalue}); the executed notebook is {out}'
         raise BilateralError(msg) from None
+    finally:
+        if bar: bar.close()
 
 # %% ../nbs/12_report.ipynb #3859d00c
 def _stage_params(st: dict, d: Path, tiny: Path, concurrency: int) -> dict:
     "The tournament notebook's parameters for stage `st`, run in `d`."
     return {'agents': [a.replace('{tiny}', str(tiny)) for a in st['agents']], 'games_per_pair': st['games_per_pair'],
             'preset': st['preset'], 'seed': st['seed'], 'concurrency': concurrency, 'self_play': st['self_play'],
-            'first_mover': st.get('first_mover', 'alternate'), 'out_dir': str(d)}
+            'first_mover': st.get('first_mover', 'alternate'), 'threads': st.get('threads', 0), 'out_dir': str(d)}
+
+# %% ../nbs/12_report.ipynb #f59f1405
+def _stage_follow(sp: dict, name: str) -> tuple:
+    "What follows a stage's tournament notebook (parameters `sp`): its games stored, out of all its games."
+    n = TournamentSpec(tuple(sp['agents']), sp['games_per_pair'], sp['preset'], self_play=sp['self_play']).n_games
+    return partial(_games_stored, Path(sp['out_dir']), n), f"{name or 'main'} stage", 'game'
+
+# %% ../nbs/12_report.ipynb #151bc3e0
+def _build_tiny(run_dir: Path, tiny: Path, params: dict, progress: bool):
+    "Run the tiny model's notebook into `run_dir`, building the model in `tiny`, following its training steps."
+    with tempfile.TemporaryDirectory() as tmp:
+        f = Path(tmp) / 'steps.json'
+        _execute('tiny_model', run_dir / 'tiny_model.ipynb', {'out_dir': str(tiny), 'progress_file': str(f), **params},
+                 progress, (partial(_steps_done, f), 'tiny model training', 'step'))
 
 # %% ../nbs/12_report.ipynb #1ce97777
 def reproduce(profile: str = 'smoke', out_dir: str | Path | None = None, progress: bool = True, **overrides) -> Path:
@@ -145,12 +212,12 @@ def reproduce(profile: str = 'smoke', out_dir: str | Path | None = None, progres
     prof = PROFILES[profile]
     run_dir = Path(out_dir or Path('data') / 'runs' / profile).absolute()
     tiny = run_dir / 'tiny-model'
-    if prof.get('tiny'):
-        _execute('tiny_model', run_dir / 'tiny_model.ipynb', {'out_dir': str(tiny), **prof['tiny']}, progress)
+    if 'tiny' in prof: _build_tiny(run_dir, tiny, prof['tiny'], progress)
     for st in prof['stages']:
         st = {**st, **overrides}
         d = run_dir / st['name']
-        _execute('tournament', d / 'tournament.ipynb', _stage_params(st, d, tiny, prof['concurrency']), progress)
+        sp = _stage_params(st, d, tiny, prof['concurrency'])
+        _execute('tournament', d / 'tournament.ipynb', sp, progress, _stage_follow(sp, st['name']))
         _execute('report', d / 'report.ipynb', {'run_dir': str(d), 'n_boot': prof['n_boot']}, progress)
         if st.get('findings'): _execute('findings', d / 'findings.ipynb', {'run_dir': str(d), 'n_boot': prof['n_boot']},
                                         progress)

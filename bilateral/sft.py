@@ -38,17 +38,31 @@ def sft_dataset(tok, conversations, max_length: int = 1536):
         rows['assistant_masks'].append(enc['assistant_masks'][:max_length])
     return Dataset.from_dict(rows)
 
+# %% ../nbs/09b_sft.ipynb #4ebec28c
+def _step_file(path: str):
+    "A TrainerCallback that writes the step and the total steps to the JSON file `path` at the start and each step."
+    from transformers import TrainerCallback
+    class StepFile(TrainerCallback):
+        def on_step_end(self, args, state, control, **kw):
+            tmp = Path(f'{path}.tmp')
+            tmp.write_text(json.dumps({'step': state.global_step, 'total': state.max_steps}))
+            tmp.replace(path)
+        on_train_begin = on_step_end
+    return StepFile()
+
 # %% ../nbs/09b_sft.ipynb #74bc6f8c
 def train_sft(model, tok, ds, epochs: float = 3, lr: float = 3e-3, batch: int = 8, max_length: int = 1536,
-              seed: int = 0, out_dir: str | None = None):
+              seed: int = 0, out_dir: str | None = None, checkpointing: bool = False, progress_file: str | None = None):
     "Supervised fine-tuning with TRL on assistant tokens only; returns the final training loss."
     from trl import SFTConfig, SFTTrainer
     import torch
     args = SFTConfig(output_dir=out_dir or tempfile.mkdtemp(), num_train_epochs=epochs, learning_rate=lr,
                      per_device_train_batch_size=batch, max_length=max_length, bf16=False,
                      use_cpu=not torch.cuda.is_available(), report_to='none', logging_steps=10, save_strategy='no',
-                     seed=seed, lr_scheduler_type='cosine', warmup_steps=10, disable_tqdm=True)
-    tr = SFTTrainer(model=model, args=args, train_dataset=ds, processing_class=tok)
+                     seed=seed, lr_scheduler_type='cosine', warmup_steps=10, disable_tqdm=True,
+                     gradient_checkpointing=checkpointing)
+    tr = SFTTrainer(model=model, args=args, train_dataset=ds, processing_class=tok,
+                    callbacks=[_step_file(progress_file)] if progress_file else None)
     return tr.train().training_loss
 
 # %% ../nbs/09b_sft.ipynb #a3ffbcd3
@@ -64,10 +78,11 @@ def ladder_conversations(n_games: int = 300, seed: int = 0) -> list:
 TINY_WINDOW = 4   # the tiny model sees the system prompt, the opening and the last 4 messages
 
 # %% ../nbs/09b_sft.ipynb #38e41ce3
-def build_tiny_model(out_dir: str | Path, n_games: int = 80, epochs: float = 2, seed: int = 0, vocab_size: int = 2048,
-                     window: int = TINY_WINDOW, per_conv: int = 4, max_length: int = 1024, lr: float = 3e-3,
-                     batch: int = 4, hidden: int = 128) -> dict:
+def build_tiny_model(out_dir: str | Path, n_games: int = 100, epochs: float = 1, seed: int = 0, vocab_size: int = 2048,
+                     window: int = TINY_WINDOW, per_conv: int = 8, max_length: int = 1024, lr: float = 3e-3,
+                     batch: int = 4, hidden: int = 128, threads: int = 1, progress_file: str | None = None) -> dict:
     "Build, train and save the tiny model; return a report."
+    import torch
     t0, out_dir, rng = time.perf_counter(), Path(out_dir), random.Random(seed)
     convs = ladder_conversations(n_games, seed)
     tok = train_tokenizer(convs, vocab_size)
@@ -75,13 +90,17 @@ def build_tiny_model(out_dir: str | Path, n_games: int = 80, epochs: float = 2, 
     model = build_model(tok, hidden=hidden, seed=seed)
     model.generation_config.max_new_tokens = 96
     ds = sft_dataset(tok, samples, max_length)
-    loss = train_sft(model, tok, ds, epochs=epochs, lr=lr, batch=batch, seed=seed, max_length=max_length)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try: loss = train_sft(model, tok, ds, epochs=epochs, lr=lr, batch=batch, seed=seed, max_length=max_length,
+                          progress_file=progress_file)
+    finally: torch.set_num_threads(before)
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out_dir)
     tok.save_pretrained(out_dir)
     rep = {'params': sum(p.numel() for p in model.parameters()), 'vocab': len(tok), 'conversations': len(convs),
-           'samples': len(samples), 'window': window, 'epochs': epochs, 'final_loss': round(loss, 4),
-           'seconds': round(time.perf_counter() - t0, 1)}
+           'samples': len(samples), 'window': window, 'epochs': epochs, 'threads': threads,
+           'final_loss': round(loss, 4), 'seconds': round(time.perf_counter() - t0, 1)}
     (out_dir / 'bilateral_tiny.json').write_text(json.dumps(rep, indent=1))
     return rep
 

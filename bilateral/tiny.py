@@ -65,7 +65,9 @@ def train_tokenizer(conversations, vocab_size: int = 2048):
     from tokenizers import Tokenizer, models, pre_tokenizers, decoders, trainers
     from transformers import PreTrainedTokenizerFast
     tk = Tokenizer(models.BPE())
-    tk.pre_tokenizer, tk.decoder = pre_tokenizers.ByteLevel(add_prefix_space=False), decoders.ByteLevel()
+    lines = pre_tokenizers.Split('\n', 'merged_with_previous')
+    spans = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tk.pre_tokenizer, tk.decoder = pre_tokenizers.Sequence([lines, spans]), decoders.ByteLevel()
     texts = [_plain(c) for c in conversations] + [json.dumps(openai_tools())]
     bpe = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL, show_progress=False,
                               initial_alphabet=pre_tokenizers.ByteLevel.alphabet())

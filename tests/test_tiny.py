@@ -17,6 +17,16 @@ def test_build_report(tiny_model):
     tok = json.loads((d / 'tokenizer_config.json').read_text())
     assert '{% generation %}' in (tok.get('chat_template') or (d / 'chat_template.jinja').read_text())
 
+def test_reproduce_builds_with_the_library_defaults():
+    "The tiny model's experiment notebook (what `make reproduce` builds) uses `build_tiny_model`'s defaults."
+    import ast, inspect, papermill as pm
+    from bilateral.report import experiment_path
+    from bilateral.sft import build_tiny_model
+    params = pm.inspect_notebook(str(experiment_path('tiny_model')))
+    defaults = inspect.signature(build_tiny_model).parameters
+    for k in ('n_games', 'epochs', 'seed', 'threads'):
+        assert ast.literal_eval(params[k]['default']) == defaults[k].default, k
+
 def test_valid_tool_calls_against_the_ladder(tiny_model):
     d, _ = tiny_model
     r = tool_call_rate(f'hf:{d}?window={TINY_WINDOW}', n_games=14)

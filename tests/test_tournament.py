@@ -174,6 +174,7 @@ def test_smoke_profile_through_papermill(tmp_path):
     r = subprocess.run([EXE, 'reproduce', '--profile', 'smoke', '--out', str(tmp_path), '--quiet'],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
+    assert 'main stage' not in r.stderr and 'Executing' not in r.stderr      # --quiet: no progress bars
     for nb in ('tournament.ipynb', 'report.ipynb'):
         cells = json.loads((tmp_path / nb).read_text())['cells']
         assert any('injected-parameters' in c['metadata'].get('tags', []) for c in cells)
