@@ -90,7 +90,9 @@ def test_full_history_tiny_model_behind_transformers_serve_finishes_every_game(s
     which a loaded machine would break)."""
     d, _ = tiny_model
     t0 = time.time()
-    spec = TournamentSpec((f'openai:{d}@{served}?cache=off', 'boulware'), games_per_pair=6, seed=0, self_play=False)
+    # max_tokens as the tiny model's own generation config: without it the server allows 1,024 tokens a reply
+    spec = TournamentSpec((f'openai:{d}@{served}?cache=off&max_tokens=96', 'boulware'), games_per_pair=6, seed=0,
+                          self_play=False)
     s = run_tournament(spec, tmp_path, concurrency=4, progress=False)
     print(f'12 games in {time.time() - t0:.1f} s: {s}')
     assert s['stored'] == s['games'] == 12 and s['failed'] == 0, s
