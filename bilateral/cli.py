@@ -6,7 +6,7 @@ Docs: https://github.com/bilateral-dev/bilateral/cli.html.md"""
 
 # %% ../nbs/13_cli.ipynb #1c80d5bc
 from __future__ import annotations
-import argparse, inspect, json, sqlite3, sys, textwrap
+import argparse, contextlib, inspect, json, sqlite3, sys, textwrap
 from pathlib import Path
 from .scenarios import DEFAULT_PRESET, PRESETS, load_catalogue, make_scenario, sample_scenarios
 from .protocol import Rules
@@ -243,7 +243,8 @@ def cmd_tiny(a) -> str:
     from bilateral.sft import build_tiny_model, tool_call_rate, TINY_WINDOW
     torch.set_num_threads(a.threads)
     if a.action == 'build':
-        rep = build_tiny_model(a.dir, n_games=a.games, epochs=a.epochs, seed=a.seed, threads=a.threads)
+        with contextlib.redirect_stdout(sys.stderr):
+            rep = build_tiny_model(a.dir, n_games=a.games, epochs=a.epochs, seed=a.seed, threads=a.threads)
     else: rep = {}
     rep['tool_calls'] = tool_call_rate(f'hf:{a.dir}?window={TINY_WINDOW}', n_games=a.eval_games)
     return json.dumps(rep, indent=1)

@@ -130,3 +130,13 @@ def test_human_play_in_a_terminal():
     assert 'out_of_range' in out                                   # the engine's answer to an offer above the cap
     assert 'the other side offers' in out and 'Game over' in out and 'buyer conceder' in out and 'seller human' in out
     assert 'Traceback' not in r.stderr
+
+def test_tiny_model_build_prints_only_its_report_on_stdout(tmp_path):
+    "The trainer's log lines go to stderr: stdout is the build report's JSON alone, for a pipe."
+    exe = str(Path(sys.executable).parent / 'bilateral')
+    r = subprocess.run([exe, 'tiny-model', 'build', str(tmp_path / 'm'), '--games', '4', '--epochs', '2',
+                        '--eval-games', '1'], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rep = json.loads(r.stdout)
+    assert rep['conversations'] > 0 and rep['tool_calls']['games'] == 1, rep
+    assert 'train_runtime' in r.stderr
