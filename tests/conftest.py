@@ -1,4 +1,4 @@
-import os, sys, tempfile
+import os, sqlite3, sys, tempfile
 from pathlib import Path
 import pytest
 
@@ -44,3 +44,13 @@ def srv():
 def llm_cache(tmp_path, monkeypatch):
     "A fresh, empty reply cache for one test."
     monkeypatch.setenv('BILATERAL_CACHE', str(tmp_path / 'llm-cache.sqlite'))
+
+
+def stored(out) -> int:
+    "Games stored in the run directory `out`, seen from another process (a read-only connection); 0 before any."
+    p = Path(out) / 'games.sqlite'
+    if not p.exists(): return 0
+    con = sqlite3.connect(f'file:{p}?mode=ro', uri=True, timeout=30)
+    try: return con.execute('SELECT COUNT(*) FROM games').fetchone()[0]
+    except sqlite3.OperationalError: return 0
+    finally: con.close()

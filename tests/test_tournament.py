@@ -3,6 +3,7 @@ import json, os, signal, sqlite3, subprocess, sys, time
 from pathlib import Path
 import pandas as pd
 import pytest
+from conftest import stored
 from bilateral.store import Store
 from bilateral.tournament import TournamentSpec, plan, pairings, run_tournament
 from bilateral.report import write_report
@@ -30,15 +31,6 @@ def start_held(out, hold_after=200):
 def run_held(out):
     env = {k: v for k, v in os.environ.items() if k != 'BILATERAL_TEST_HOLD_AFTER'}
     return subprocess.run([*HELD, '--out', str(out)], capture_output=True, text=True, timeout=600, env=env)
-
-def stored(out):
-    "Count games from another process's point of view (a plain read-only sqlite connection)."
-    p = Path(out) / 'games.sqlite'
-    if not p.exists(): return 0
-    con = sqlite3.connect(f'file:{p}?mode=ro', uri=True, timeout=30)
-    try: return con.execute('SELECT COUNT(*) FROM games').fetchone()[0]
-    except sqlite3.OperationalError: return 0
-    finally: con.close()
 
 def wait_for(out, n, proc, limit=120):
     t0, seen = time.time(), []

@@ -6,6 +6,7 @@ written to a temporary folder on PYTHONPATH, so the worker processes know it as 
 import os, shutil, signal, sqlite3, subprocess, sys, time
 from pathlib import Path
 import pytest
+from conftest import stored
 
 EXE = str(Path(sys.executable).parent / 'bilateral')
 LADDER = 'boulware,linear,conceder,tit-for-tat,accommodating,hardliner,split,haggler'
@@ -35,15 +36,6 @@ def run(args, out, env, **extra):
 def start(args, out, env, **extra):
     return subprocess.Popen([EXE, *args, '--out', str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env={**env, **extra})
-
-def stored(out) -> int:
-    "Games stored, seen from another process (a read-only connection)."
-    p = Path(out) / 'games.sqlite'
-    if not p.exists(): return 0
-    con = sqlite3.connect(f'file:{p}?mode=ro', uri=True, timeout=30)
-    try: return con.execute('SELECT COUNT(*) FROM games').fetchone()[0]
-    except sqlite3.OperationalError: return 0
-    finally: con.close()
 
 def contents(out) -> dict:
     "Every stored table, row by row in key order; of games every column but `finished_at` (a wall-clock time)."
