@@ -210,7 +210,8 @@ def from_fn(cls: Tool, fn, ends_turn: bool = False) -> Tool:
 def schema(self: Tool) -> dict:
     "The OpenAI function-tool schema."
     props = {n: {'type': k.json_type, 'description': self.arg_docs.get(n, '')} for n, k in self.fields.items()}
-    params = {'type': 'object', 'properties': props, 'required': sorted(self.required)}
+    params = {'type': 'object', 'properties': props}
+    if self.required: params['required'] = sorted(self.required)   # as transformers' `get_json_schema` writes it
     return {'type': 'function', 'function': {'name': self.name, 'description': self.description, 'parameters': params}}
 
 # %% ../nbs/02_protocol.ipynb #7f1e3363
@@ -224,8 +225,8 @@ def tool(ends_turn: bool = False):
     return register
 
 def openai_tools() -> list[dict]:
-    "All tools in the OpenAI `tools=` format."
-    return [t.schema() for t in TOOLS.values()]
+    "All tools in the OpenAI `tools=` format, in name order."
+    return [TOOLS[n].schema() for n in sorted(TOOLS)]
 
 # %% ../nbs/02_protocol.ipynb #ffb29405
 @tool()

@@ -109,5 +109,5 @@ def test_schemas_are_valid_openai_tools():
     for t in tools:
         f = t['function']
         assert t['type'] == 'function' and f['description'] and f['parameters']['type'] == 'object'
-        assert set(f['parameters']['required']) <= set(f['parameters']['properties'])
+        assert set(f['parameters'].get('required', [])) <= set(f['parameters']['properties'])
     json.dumps(tools, allow_nan=False)
