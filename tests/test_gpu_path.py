@@ -83,10 +83,11 @@ def test_check_budget_spent(tmp_path):
     "With no time left the check plays no phase, yet writes its JSON naming every skipped phase, and exits 1."
     out = tmp_path / 'out'
     r = subprocess.run([sys.executable, str(ROOT / 'tools' / 'gpu_check.py'), '--budget', '0', '--out', str(out),
-                        '--work', str(tmp_path / 'work')], capture_output=True, text=True, timeout=60)
+                        '--work', str(tmp_path / 'work'), '--inputs', str(tmp_path / 'none')], capture_output=True,
+                       text=True, timeout=60)
     assert r.returncode == 1, r.stderr
     res = json.loads((out / 'gpu_check.json').read_text())
-    assert list(res['phases']) == ['env', 'sft-unsloth', 'grpo-unsloth', 'sft-trl', 'grpo-trl']
+    assert list(res['phases']) == ['env', 'data', 'sft-unsloth', 'grpo-unsloth', 'sft-trl', 'grpo-trl']
     assert all('budget' in p['error'] for p in res['phases'].values())
 
 def test_compare_ratios():
@@ -123,14 +124,12 @@ def test_cpu_plumbing(tmp_path, tiny_model):
     if not hasattr(bilateral.sft, 'train_lora_sft') or not hasattr(grpo, 'train_grpo'):
         pytest.skip('bilateral.sft.train_lora_sft or bilateral.grpo.train_grpo is not written yet')
     env = {**os.environ, 'PYTHONPATH': str(ROOT), 'OMP_NUM_THREADS': '1'}
-    tool = str(ROOT / 'tools' / 'gpu_check.py')
-    subprocess.run([sys.executable, tool, '--prepare', '--inputs', str(tmp_path / 'in'), '--model', str(tiny_model[0]),
-                    '--games', '1'], env=env, check=True, capture_output=True, timeout=600)
-    r = subprocess.run([sys.executable, tool, '--backend', 'trl', '--steps', '1', '--grpo-steps', '1', '--inputs',
-                        str(tmp_path / 'in'), '--out', str(tmp_path / 'out'), '--work', str(tmp_path / 'work'),
+    r = subprocess.run([sys.executable, str(ROOT / 'tools' / 'gpu_check.py'), '--backend', 'trl', '--steps', '1',
+                        '--grpo-steps', '1', '--model', str(tiny_model[0]), '--inputs', str(tmp_path / 'none'),
+                        '--games', '2', '--out', str(tmp_path / 'out'), '--work', str(tmp_path / 'work'),
                         '--budget', '900'], env=env, capture_output=True, text=True, timeout=1000)
     res = json.loads((tmp_path / 'out' / 'gpu_check.json').read_text())
     assert r.returncode == 0, json.dumps(res, indent=1)[-3000:]
-    assert list(res['phases']) == ['env', 'sft-trl', 'grpo-trl']
+    assert list(res['phases']) == ['env', 'data', 'sft-trl', 'grpo-trl']
     assert res['phases']['env']['versions']['trl'] and res['phases']['env']['cuda'] is False
     assert res['phases']['sft-trl']['model_dir'] and res['phases']['grpo-trl']['seconds'] > 0

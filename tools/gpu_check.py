@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ('torch', 'triton', 'transformers', 'trl', 'peft', 'datasets', 'accelerate', 'unsloth', 'unsloth_zoo',
             'bitsandbytes', 'xformers', 'torchao', 'tokenizers', 'huggingface_hub')
-CAPS = {'env': 150, 'sft': 200, 'grpo': 300}     # seconds at most per phase, within the budget
+CAPS = {'env': 150, 'data': 120, 'sft': 200, 'grpo': 300}     # seconds at most per phase, within the budget
 LOG_TAIL = 4000                                   # characters of a failed phase's log kept in the JSON
 
 def parse(argv=None):
@@ -27,7 +27,8 @@ def parse(argv=None):
     p.add_argument('--out', default=os.environ.get('OUT') or 'gpu-check-out', help='folder for gpu_check.json and logs')
     p.add_argument('--inputs', default=str(ROOT / '.gpu'), help='prepared inputs: tiny-model/ and sft-data/')
     p.add_argument('--model', help='the model folder (default: INPUTS/tiny-model)')
-    p.add_argument('--data', help='the SFT data folder written by bilateral.sft.sft_data (default: INPUTS/sft-data)')
+    p.add_argument('--data', help='the SFT data folder written by bilateral.sft.sft_data (default: INPUTS/sft-data; '
+                   'when missing, the check plays a small narrated tournament and makes it in a first phase)')
     p.add_argument('--backend', default='unsloth', choices=['unsloth', 'trl', 'auto'])
     p.add_argument('--no-compare', action='store_true', help='with --backend unsloth, skip the TRL comparison')
     p.add_argument('--steps', type=int, default=10, help='SFT steps')
@@ -38,7 +39,8 @@ def parse(argv=None):
     p.add_argument('--budget', type=float, default=480, help='seconds for all phases together')
     p.add_argument('--work', default=None, help='scratch folder (default: TMPDIR/bilateral-gpu-check)')
     p.add_argument('--prepare', action='store_true', help='build INPUTS (tiny model, SFT data) here, then stop')
-    p.add_argument('--games', type=int, default=4, help='--prepare: games per pairing for the SFT data')
+    p.add_argument('--games', type=int, default=4, help='scenarios per pairing when the SFT data is made here')
+    p.add_argument('--no-data', action='store_true', help='--prepare: the model only (the check makes its data)')
     p.add_argument('--phase', help=argparse.SUPPRESS)
     p.add_argument('--phase-out', help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -163,43 +165,56 @@ def phase_grpo(a, work: Path) -> dict:
     out['tokens_per_s'] = pick(rep, 'tokens_per_s', 'tokens/s', 'completion_tokens_per_s')
     return out
 
+def phase_data(a, work: Path) -> dict:
+    "The SFT data, made where the check runs (so the datasets version that reads it also wrote it)."
+    t0 = time.perf_counter()
+    rep = make_data(work / 'tournament', Path(a.data), a.games)
+    return {'seconds': round(time.perf_counter() - t0, 2), 'data': a.data, 'report': jsonable(rep)}
+
 def run_phase(a):
     "Child process: one phase, its result written to --phase-out."
     register_kinds()
     work = Path(a.work)
     try:
-        res = {'env': lambda: phase_env(a), 'sft': lambda: phase_sft(a, work), 'grpo': lambda: phase_grpo(a, work)}
+        res = {'env': lambda: phase_env(a), 'data': lambda: phase_data(a, work), 'sft': lambda: phase_sft(a, work),
+               'grpo': lambda: phase_grpo(a, work)}
         out = {'ok': True, **res[a.phase]()}
     except BaseException as e:
         import traceback
         out = {'ok': False, 'error': f'{type(e).__name__}: {e}'[:2000], 'traceback': traceback.format_exc()[-3000:]}
     Path(a.phase_out).write_text(json.dumps(jsonable(out), indent=1))
 
-def prepare(a):
-    "Here, with the project's environment: the tiny model and a small SFT data set, written under --inputs."
+def make_data(run_dir: Path, data: Path, games: int) -> dict:
+    "SFT data from a small tournament of narrated ladder agents (every pairing, `games` scenarios each)."
     register_kinds()
-    from bilateral.sft import build_tiny_model, sft_data
+    from bilateral.sft import sft_data
     from bilateral.strategies import LADDER
     from bilateral.tournament import TournamentSpec, run_tournament
+    spec = TournamentSpec(tuple(f'narrated:{k}' for k in LADDER), games_per_pair=games)
+    run_tournament(spec, run_dir, progress=False)
+    shutil.rmtree(data, ignore_errors=True)
+    return sft_data(run_dir, data)
+
+def prepare(a):
+    "Here, with the project's environment: the tiny model (and, unless --no-data, SFT data) under --inputs."
+    from bilateral.sft import build_tiny_model
     inputs = Path(a.inputs)
-    model, run_dir, data = inputs / 'tiny-model', inputs / 'tournament', inputs / 'sft-data'
+    model, out = inputs / 'tiny-model', {}
     inputs.mkdir(parents=True, exist_ok=True)
     src = a.model or os.environ.get('BILATERAL_TEST_TINY_MODEL')
     if (model / 'config.json').exists(): pass
     elif src: shutil.copytree(src, model)
-    else: print(json.dumps(build_tiny_model(model)), file=sys.stderr)
-    spec = TournamentSpec(tuple(f'narrated:{k}' for k in LADDER), games_per_pair=a.games)
-    run_tournament(spec, run_dir, progress=False)
-    shutil.rmtree(data, ignore_errors=True)
-    rep = sft_data(run_dir, data)
-    print(json.dumps(jsonable({'model': str(model), 'data': str(data), 'sft_data': rep}), indent=1))
+    else: out['built'] = build_tiny_model(model)
+    if not a.no_data: out['sft_data'] = make_data(inputs / 'tournament', inputs / 'sft-data', a.games)
+    print(json.dumps(jsonable({'model': str(model), **out}), indent=1))
 
 def child(a, phase: str, backend: str, work: Path, timeout: float) -> dict:
     "Run one phase in a fresh process; its result, or why there is none (with the end of its log)."
     res, log = work / f'{phase}-{backend}.json', Path(a.out) / f'{phase}-{backend}.log'
     args = [sys.executable, __file__, '--phase', phase, '--phase-out', str(res), '--backend', backend,
             '--work', str(work), '--model', a.model, '--data', a.data, '--steps', str(a.steps),
-            '--grpo-steps', str(a.grpo_steps), '--opponent', a.opponent, '--role', a.role, '--config', a.config]
+            '--grpo-steps', str(a.grpo_steps), '--opponent', a.opponent, '--role', a.role, '--config', a.config,
+            '--games', str(a.games)]
     env = {**os.environ, 'PYTHONPATH': os.pathsep.join(p for p in (str(ROOT), os.environ.get('PYTHONPATH')) if p),
            'PYTHONUNBUFFERED': '1'}
     t0 = time.perf_counter()
@@ -213,9 +228,10 @@ def child(a, phase: str, backend: str, work: Path, timeout: float) -> dict:
     return {**out, 'process_seconds': wall, 'timeout_seconds': round(timeout), 'exit': code}
 
 def plan(a) -> list[tuple[str, str]]:
-    "The phases in order: versions and the Unsloth import, then SFT and GRPO for each backend."
+    "The phases in order: versions and the Unsloth import, the SFT data if missing, then SFT and GRPO per backend."
     backends = [a.backend] + (['trl'] if a.backend == 'unsloth' and not a.no_compare else [])
-    return [('env', a.backend)] + [(p, b) for b in backends for p in ('sft', 'grpo')]
+    data = [] if (Path(a.data) / 'dataset').exists() else [('data', a.backend)]
+    return [('env', a.backend)] + data + [(p, b) for b in backends for p in ('sft', 'grpo')]
 
 def compare(phases: dict) -> dict:
     "Unsloth against TRL + PEFT on the same GPU, where both ran: ratios of median step times and of peak memory."
@@ -233,11 +249,12 @@ def main(argv=None):
     if a.phase: return run_phase(a)
     if a.prepare: return prepare(a)
     a.model = str(Path(a.model or Path(a.inputs) / 'tiny-model').resolve())
-    a.data = str(Path(a.data or Path(a.inputs) / 'sft-data').resolve())
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     work = Path(a.work or Path(tempfile.gettempdir()) / 'bilateral-gpu-check').resolve()
     work.mkdir(parents=True, exist_ok=True)
+    given = Path(a.data or Path(a.inputs) / 'sft-data')
+    a.data = str((given if (given / 'dataset').exists() else work / 'sft-data').resolve())
     a.out = str(out.resolve())
     t_end = time.monotonic() + a.budget
     result = {'what': 'bilateral GPU check (issue 9, point 8)', 'started': time.strftime('%Y-%m-%dT%H:%M:%S%z'),
@@ -246,7 +263,7 @@ def main(argv=None):
               'phases': {}}
     for phase, backend in plan(a):
         left = t_end - time.monotonic()
-        key = 'env' if phase == 'env' else f'{phase}-{backend}'
+        key = phase if phase in ('env', 'data') else f'{phase}-{backend}'
         if left < 20: result['phases'][key] = {'ok': False, 'error': 'skipped: the time budget is spent'}
         else: result['phases'][key] = child(a, phase, backend, work, min(CAPS[phase], left))
         result['comparison'] = compare(result['phases'])

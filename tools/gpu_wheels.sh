@@ -3,8 +3,7 @@
 #   .gpu/site.tgz    the Python packages its image lacks, installed for its Python 3.12 on manylinux x86_64, pruned
 #                    (Unsloth's Studio web app and the bitsandbytes libraries of other CUDA versions are left out) and
 #                    compressed: about 17 MB, where the wheels are 81 MB and a call carries at most 64 MiB;
-#   .gpu/tiny-model  the tiny model (copied from $BILATERAL_TEST_TINY_MODEL, or built);
-#   .gpu/sft-data    SFT data from a small tournament of narrated ladder agents.
+#   .gpu/tiny-model  the tiny model (copied from $BILATERAL_TEST_TINY_MODEL, or built).
 # Then it prints the one device command line. .gpu/ is git-ignored; a `run` names it in `carry`.
 #
 # The device image (the library's device KINDS.md, read 2026-11) has python3 3.12.3 with torch 2.11.0+cu130,
@@ -59,10 +58,10 @@ find "$DEST/site" -name __pycache__ -type d -prune -exec rm -rf {} +
 tar czf "$DEST/site.tgz" -C "$DEST" site
 rm -rf "$DEST/site"
 
-# Inputs: the tiny model and SFT data, with the project's own environment (INPUTS=0 keeps those already there).
+# The tiny model, with the project's own environment (INPUTS=0 skips it). The SFT data is made there, by the check's
+# first phase, so that the datasets version that reads it also wrote it.
 if [ "${INPUTS:-1}" = 1 ]; then
-    PYTHONPATH=$PWD $PY tools/gpu_check.py --prepare --inputs "$DEST" >&2
-    rm -rf "$DEST/tournament"
+    PYTHONPATH=$PWD $PY tools/gpu_check.py --prepare --no-data --inputs "$DEST" >&2
 fi
 du -sh "$DEST"/* >&2
 total=$(du -sm "$DEST" | cut -f1)
