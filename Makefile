@@ -8,7 +8,7 @@ EXTRAS  ?= dev,llm,local,train
 export HF_HUB_OFFLINE := 1
 export HF_HUB_DISABLE_TELEMETRY := 1
 
-.PHONY: test reproduce venv sync-check style-check nbtest pytest bench lab clean
+.PHONY: test reproduce venv venv-gpu gpu-wheels sync-check style-check nbtest pytest bench lab clean
 
 $(BIN)/.stamp-$(EXTRAS): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -45,9 +45,28 @@ bench:
 	$(BIN)/bilateral bench
 	$(BIN)/bilateral bench --vs negmas
 
+## make venv-gpu: Unsloth's own environment (.venv-gpu, pinned by constraints-gpu.txt; it cannot share .venv, whose
+## `train` extra Unsloth refuses). torch comes first, from TORCH_GPU (PyPI's default Linux build is a CUDA one; e.g.
+## TORCH_GPU="torch==2.11.0 torchvision==0.26.0 --index-url https://download.pytorch.org/whl/cu130" picks another),
+## and stays: the rest may not move it (a newer torchvision would pull a newer torch).
+GPU_VENV   := .venv-gpu
+TORCH_GPU  ?= torch>=2.10,<2.15
+GPU_EXTRAS ?= gpu,llm,dev
+venv-gpu:
+	test -x $(GPU_VENV)/bin/python || $(PY) -m venv $(GPU_VENV)
+	$(GPU_VENV)/bin/python -m pip install -q --upgrade pip
+	$(GPU_VENV)/bin/pip install -q -c constraints-gpu.txt $(TORCH_GPU)
+	$(GPU_VENV)/bin/pip freeze | grep -iE '^(torch|torchvision|triton)==' > $(GPU_VENV)/torch-pins.txt
+	$(GPU_VENV)/bin/pip install -q -c constraints-gpu.txt -c $(GPU_VENV)/torch-pins.txt -e ".[$(GPU_EXTRAS)]"
+	$(GPU_VENV)/bin/pip check
+
+## make gpu-wheels: the wheels and inputs a GPU check on a machine without network carries (tools/gpu_wheels.sh).
+gpu-wheels: venv
+	bash tools/gpu_wheels.sh
+
 ## make lab: the notebooks in JupyterLab, from the project's .venv.
 lab: venv
 	$(BIN)/jupyter lab nbs
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info
+	rm -rf $(VENV) $(GPU_VENV) build dist *.egg-info

@@ -1,0 +1,135 @@
+"""The GPU path, as far as a CPU machine can check it: constraints-gpu.txt and the `gpu` extra agree with each other and
+with the bounds Unsloth 2026.10.9 sets (issue 9), `gpu` and `train` cannot share an environment, and the prepared GPU
+check (tools/gpu_check.py) runs its orchestration, and its phases with TRL once the training API is there."""
+import json, os, subprocess, sys, tomllib
+from pathlib import Path
+import pytest
+from packaging.requirements import Requirement
+from packaging.version import Version
+import gpu_check
+
+ROOT = Path(__file__).resolve().parents[1]
+# Unsloth 2026.10.9 and unsloth_zoo 2026.10.9 (their wheels' Requires-Dist): the highest versions they admit.
+BOUNDS = {'trl': ('<=', '1.15.0'), 'transformers': ('<=', '5.17.0'), 'datasets': ('<', '5'), 'torch': ('<', '2.15')}
+
+def norm(name: str) -> str: return name.lower().replace('_', '-')
+
+def constraints() -> dict:
+    "constraints-gpu.txt as {name: Requirement}."
+    lines = (l.split('#')[0].strip() for l in (ROOT / 'constraints-gpu.txt').read_text().splitlines())
+    reqs = [Requirement(l) for l in lines if l]
+    assert len({norm(r.name) for r in reqs}) == len(reqs), 'a package is constrained twice'
+    return {norm(r.name): r for r in reqs}
+
+def extra(name: str) -> dict:
+    "An extra of pyproject.toml as {name: Requirement}."
+    reqs = tomllib.loads((ROOT / 'pyproject.toml').read_text())['project']['optional-dependencies'][name]
+    return {norm(r.name): r for r in map(Requirement, reqs)}
+
+def above(op: str, v: str) -> list[Version]:
+    "Versions a bound `op v` excludes: `v` itself for '<', the next patch and minor releases for both."
+    x = Version(v)
+    nxt = [Version(f'{x.major}.{x.minor}.{x.micro + 1}'), Version(f'{x.major}.{x.minor + 1}.0')]
+    return ([x] if op == '<' else []) + nxt
+
+def test_gpu_extra_is_constrained():
+    "Every package of the `gpu` extra is pinned or bounded in constraints-gpu.txt, and each pin satisfies the extra."
+    cons, gpu = constraints(), extra('gpu')
+    assert {'unsloth', 'unsloth-zoo', 'trl', 'transformers', 'datasets', 'torch', 'peft', 'bitsandbytes', 'xformers',
+            'triton'} <= gpu.keys()
+    for name, req in gpu.items():
+        assert name in cons, f'{name} is in the gpu extra but not in constraints-gpu.txt'
+        pins = [s.version for s in cons[name].specifier if s.operator == '==']
+        for v in pins: assert req.specifier.contains(v, prereleases=True), f'{name}=={v} breaks the extra: {req}'
+        if not pins: assert str(cons[name].specifier), f'{name} is neither pinned nor bounded'
+
+@pytest.mark.parametrize('name', sorted(BOUNDS))
+def test_unsloth_bounds(name):
+    "Neither the constraints nor the extra admit a version above Unsloth's bound; a pin sits at or below it."
+    op, v = BOUNDS[name]
+    for spec in (constraints()[name].specifier, extra('gpu')[name].specifier):
+        bad = [str(x) for x in above(op, v) if spec.contains(x, prereleases=True)]
+        assert not bad, f'{name} {spec} admits {bad}, above Unsloth\'s {op}{v}'
+
+def test_gpu_and_train_conflict():
+    "The `train` extra's pins fall outside the `gpu` extra's ranges, which is why the GPU path has its own environment."
+    gpu, train = extra('gpu'), extra('train')
+    clash = [n for n, r in train.items() if n in gpu for s in r.specifier if s.operator == '=='
+             if not gpu[n].specifier.contains(s.version, prereleases=True)]
+    assert {'transformers', 'trl', 'datasets'} <= set(clash)
+    assert 'cannot be combined with `train`' in (ROOT / 'pyproject.toml').read_text()
+
+def test_wheel_script_reads_the_pins():
+    "tools/gpu_wheels.sh is valid bash, and its dry listing names constraints-gpu.txt's pins (no download: DRY=2)."
+    script = ROOT / 'tools' / 'gpu_wheels.sh'
+    subprocess.run(['bash', '-n', str(script)], check=True)
+    r = subprocess.run(['bash', str(script)], env={**os.environ, 'DRY': '2'}, capture_output=True, text=True,
+                       cwd=ROOT, timeout=60)
+    assert r.returncode == 0, r.stderr
+    named = dict(p.split('==') for p in r.stderr.split(': ', 1)[1].split())
+    for n, req in constraints().items():
+        pins = [s.version for s in req.specifier if s.operator == '==']
+        if pins and n in map(norm, named): assert {norm(k): v for k, v in named.items()}[n] == pins[0]
+    assert {'unsloth', 'unsloth_zoo', 'trl', 'datasets', 'bitsandbytes'} <= set(named)
+
+def test_check_help():
+    "The GPU check's help runs without Unsloth, torch or a GPU."
+    r = subprocess.run([sys.executable, str(ROOT / 'tools' / 'gpu_check.py'), '--help'], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert '--backend' in r.stdout and '--budget' in r.stdout
+
+def test_check_budget_spent(tmp_path):
+    "With no time left the check plays no phase, yet writes its JSON naming every skipped phase, and exits 1."
+    out = tmp_path / 'out'
+    r = subprocess.run([sys.executable, str(ROOT / 'tools' / 'gpu_check.py'), '--budget', '0', '--out', str(out),
+                        '--work', str(tmp_path / 'work'), '--inputs', str(tmp_path / 'none')], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 1, r.stderr
+    res = json.loads((out / 'gpu_check.json').read_text())
+    assert list(res['phases']) == ['env', 'data', 'sft-unsloth', 'grpo-unsloth', 'sft-trl', 'grpo-trl']
+    assert all('budget' in p['error'] for p in res['phases'].values())
+
+def test_compare_ratios():
+    "The backend comparison divides TRL's median step time and peak memory by Unsloth's, only where both ran."
+    ph = {'sft-unsloth': {'ok': True, 'median_step_seconds': 0.5, 'peak_gpu_allocated_bytes': 100},
+          'sft-trl': {'ok': True, 'median_step_seconds': 1.5, 'peak_gpu_allocated_bytes': 300},
+          'grpo-unsloth': {'ok': False}, 'grpo-trl': {'ok': True, 'median_step_seconds': 2.0}}
+    assert gpu_check.compare(ph) == {'sft': {'trl_over_unsloth_step_time': 3.0, 'trl_over_unsloth_peak_gpu': 3.0}}
+
+def test_step_times():
+    "Step times come from the readings of the trainer's progress file; the median leaves out the first step."
+    got = gpu_check.step_times([(0, 0.0), (1, 5.0), (2, 5.5), (3, 6.5), (3, 7.0)])
+    assert got == {'step_seconds': [5.0, 0.5, 1.0], 'median_step_seconds': 0.75}
+
+def test_step_watcher(tmp_path):
+    "The watcher reads a progress file written the way bilateral's trainers write it, step by step."
+    f = tmp_path / 'p.json'
+    w = gpu_check.StepWatcher(f, every=0.001)
+    w.start()
+    for step in range(4):
+        f.write_text(json.dumps({'step': step, 'total': 3}))
+        for _ in range(500):                      # until the watcher has seen this step (at most ~5 s)
+            if w.times and w.times[-1][0] == step: break
+            gpu_check.time.sleep(0.01)
+    got = w.stop()
+    assert [s for s, _ in w.times] == [0, 1, 2, 3]
+    assert len(got['step_seconds']) == 3 and all(x > 0 for x in got['step_seconds'])
+
+def test_cpu_plumbing(tmp_path, tiny_model):
+    "One SFT step and one GRPO step through the check with TRL on CPU: the same calls the GPU run makes."
+    import bilateral.sft
+    try: import bilateral.grpo as grpo
+    except ImportError: grpo = None
+    if not hasattr(bilateral.sft, 'train_lora_sft') or not hasattr(grpo, 'train_grpo'):
+        pytest.skip('bilateral.sft.train_lora_sft or bilateral.grpo.train_grpo is not written yet')
+    env = {**os.environ, 'PYTHONPATH': str(ROOT), 'OMP_NUM_THREADS': '1'}
+    r = subprocess.run([sys.executable, str(ROOT / 'tools' / 'gpu_check.py'), '--backend', 'trl', '--steps', '1',
+                        '--grpo-steps', '1', '--model', str(tiny_model[0]), '--inputs', str(tmp_path / 'none'),
+                        '--games', '2', '--out', str(tmp_path / 'out'), '--work', str(tmp_path / 'work'),
+                        '--budget', '900'], env=env, capture_output=True, text=True, timeout=1000)
+    res = json.loads((tmp_path / 'out' / 'gpu_check.json').read_text())
+    assert r.returncode == 0, json.dumps(res, indent=1)[-3000:]
+    assert list(res['phases']) == ['env', 'data', 'sft-trl', 'grpo-trl']
+    assert res['phases']['env']['versions']['trl'] and res['phases']['env']['cuda'] is False
+    assert res['phases']['sft-trl']['model_dir'] and res['phases']['grpo-trl']['seconds'] > 0
