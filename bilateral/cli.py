@@ -1,4 +1,4 @@
-"""`bilateral agents`, `run`, `play`, `tournament`, `report`, `reproduce`, `tiny-model` and `bench`.
+"""`bilateral agents`, `run`, `play`, `tournament`, `report`, `reproduce`, `tiny-model`, `bench`, `train` and `evaluate`.
 
 Docs: https://github.com/bilateral-dev/bilateral/cli.html.md"""
 
@@ -18,7 +18,7 @@ from .store import Store, nan_to_none
 
 # %% auto #0
 __all__ = ['CliError', 'Incomplete', 'cmd_agents', 'cmd_run', 'cmd_tournament', 'cmd_report', 'cmd_view', 'cmd_reproduce',
-           'cmd_play', 'cmd_tiny', 'cmd_bench', 'parser', 'main']
+           'cmd_play', 'cmd_tiny', 'cmd_train', 'cmd_evaluate', 'cmd_bench', 'parser', 'main']
 
 # %% ../nbs/13_cli.ipynb #ca6d725b
 class CliError(Exception): "A usage error, reported in one line."
@@ -262,6 +262,86 @@ def _add_tiny(sub):
     tm.add_argument('--eval-games', type=int, default=14)
     tm.set_defaults(fn=cmd_tiny)
 
+# %% ../nbs/13_cli.ipynb #ddd37e4c
+def _csv(s: str | None) -> list | None: return [x for x in s.split(',') if x] if s else None
+
+def _sft_filters(a) -> dict:
+    "The selection options of `train sft`, as `sft.select_conversations` takes them."
+    f = {'agents': _csv(a.agents), 'role': a.role, 'deal': True if a.deal else None, 'min_share': a.min_share,
+         'tiers': _csv(a.tiers), 'opponents': _csv(a.opponents)}
+    return {k: v for k, v in f.items() if v is not None}
+
+# %% ../nbs/13_cli.ipynb #087c65e5
+def cmd_train(a) -> str:
+    "Train a model: LoRA SFT on stored conversations, or GRPO against a fixed agent."
+    from bilateral.sft import sft_data, train_lora_sft
+    from bilateral.grpo import train_grpo
+    out = Path(a.out)
+    steps = {'max_steps': a.max_steps} if a.max_steps else {}
+    with contextlib.redirect_stdout(sys.stderr):
+        if a.method == 'grpo':
+            rep = train_grpo(a.model, out, opponent=a.opponent, role=a.role or 'buyer', config=a.config,
+                             backend=a.backend, reward=a.reward, seed=a.seed, progress=True,
+                             **steps, **({'scenarios': a.scenarios} if a.scenarios else {}))
+            return json.dumps(rep, indent=1)
+        data = Path(a.data)
+        if (data / 'games.sqlite').exists():
+            sft_data(data, out / 'data', seed=a.seed, **_sft_filters(a))
+            data = out / 'data'
+        rep = train_lora_sft(a.model, data, out / 'model', config=a.config, backend=a.backend, **steps)
+    return json.dumps(rep, indent=1, default=str)
+
+# %% ../nbs/13_cli.ipynb #b5f914ef
+def _add_train(sub):
+    t = sub.add_parser('train', help='LoRA SFT on stored conversations, or GRPO against a fixed agent')
+    t.add_argument('method', choices=['sft', 'grpo'])
+    t.add_argument('model', help='the model folder to start from')
+    t.add_argument('--out', required=True, help='the training run folder')
+    t.add_argument('--config', default='tiny', help='tiny (CPU), qwen3-8b or qwen3-14b (one GPU)')
+    t.add_argument('--backend', default='auto', choices=['auto', 'trl', 'unsloth'])
+    t.add_argument('--max-steps', type=int, default=None)
+    t.add_argument('--seed', type=int, default=0)
+    t.add_argument('--role', default=None, choices=['buyer', 'seller'],
+                   help="sft: the role's conversations; grpo: the model's role (buyer by default)")
+    t.add_argument('--data', help='sft: a tournament run directory, or a saved SFT dataset')
+    for o in ('agents', 'tiers', 'opponents'):
+        t.add_argument(f'--{o}', default=None, help=f'sft: {o} to keep (comma separated)')
+    t.add_argument('--deal', action='store_true', help='sft: only games that ended in a deal')
+    t.add_argument('--min-share', type=float, default=None, help="sft: only games where the role's share reached this")
+    t.add_argument('--opponent', default='boulware', help='grpo: the fixed agent the model plays against')
+    t.add_argument('--reward', default='share', help='grpo: the reward variant')
+    t.add_argument('--scenarios', type=int, default=None, help="grpo: scenarios to train on (the config's by default)")
+    t.set_defaults(fn=cmd_train)
+
+# %% ../nbs/13_cli.ipynb #771b338a
+def _labelled(items: list[str]) -> dict:
+    "LABEL=SPEC pairs as a dict."
+    bad = [x for x in items if '=' not in x]
+    if bad: raise CliError(f'--model takes LABEL=SPEC, got {bad[0]!r}')
+    return dict(x.split('=', 1) for x in items)
+
+def cmd_evaluate(a) -> str:
+    "Play labelled models against the training opponents and unseen ones; write and print the comparison."
+    from bilateral.evaluate import evaluate
+    r = evaluate(_labelled(a.model), _csv(a.seen) or [], _csv(a.unseen) or [], a.out, games_per_pair=a.games_per_pair,
+                 seed=a.seed, concurrency=a.concurrency, n_boot=a.n_boot, progress=not a.quiet)
+    md = Path(a.out) / 'evaluation.md'
+    return md.read_text() if md.exists() else dumps(r['summary'])
+
+# %% ../nbs/13_cli.ipynb #f483b633
+def _add_evaluate(sub):
+    e = sub.add_parser('evaluate', help='labelled models against training and unseen opponents, with CIs')
+    e.add_argument('--model', action='append', required=True, metavar='LABEL=SPEC', help='e.g. sft=hf:runs/sft/model')
+    e.add_argument('--seen', required=True, help='the training opponents, comma separated')
+    e.add_argument('--unseen', default='', help='opponents never seen in training, comma separated')
+    e.add_argument('--out', required=True)
+    e.add_argument('--games-per-pair', type=int, default=20)
+    e.add_argument('--concurrency', type=int, default=8)
+    e.add_argument('--n-boot', type=int, default=1000)
+    e.add_argument('--seed', type=int, default=0)
+    e.add_argument('--quiet', action='store_true')
+    e.set_defaults(fn=cmd_evaluate)
+
 # %% ../nbs/13_cli.ipynb #3c70c023
 def _bench_text(b: dict, costs: dict | None = None) -> str:
     "The engine benchmark of `bench.bench` in three lines, and where a call's time goes (`bench.turn_costs`)."
@@ -349,7 +429,7 @@ def parser() -> argparse.ArgumentParser:
     p = _Parser(prog='bilateral', description='Bilateral bargaining with private information.')
     sub = p.add_subparsers(dest='cmd', required=True, parser_class=_Parser)
     adds = (_add_agents, _add_run, _add_tournament, _add_report, _add_view, _add_reproduce, _add_play, _add_tiny,
-            _add_bench)
+            _add_bench, _add_train, _add_evaluate)
     for add in adds: add(sub)
     return p
 

@@ -107,7 +107,11 @@ PROFILES = {
         {'name': '', 'agents': LADDER, 'games_per_pair': 120, 'preset': DEFAULT_PRESET, 'seed': 0, 'self_play': True,
          'first_mover': 'alternate', 'findings': True},
         {'name': 'tiny', 'agents': [TINY_SPEC] + LADDER, 'games_per_pair': 4, 'preset': DEFAULT_PRESET, 'seed': 0,
-         'self_play': False, 'first_mover': 'alternate', 'threads': 1}]},
+         'self_play': False, 'first_mover': 'alternate', 'threads': 1},
+        {'name': 'teacher', 'agents': [f'narrated:{a}' for a in LADDER], 'games_per_pair': 8, 'preset': DEFAULT_PRESET,
+         'seed': 1, 'self_play': True, 'first_mover': 'alternate', 'report': False}],
+        'train': {'opponent': 'boulware', 'role': 'buyer', 'grpo_steps': 8, 'scenarios': 16, 'seed': 0,
+                  'unseen': ['linear', 'conceder', 'hardliner'], 'eval_games': 10}},
     'paper': {'concurrency': 32, 'n_boot': 1000, 'stages': [
         {'name': '', 'agents': ['openai:gpt-4.1', 'openai:o4-mini',
                                 'openai:claude-sonnet-4@https://api.anthropic.com/v1/',
@@ -117,7 +121,7 @@ PROFILES = {
 }
 
 # %% ../nbs/12_report.ipynb #7bc72872
-EXPERIMENTS = ['tiny_model', 'tournament', 'report', 'findings']
+EXPERIMENTS = ['tiny_model', 'tournament', 'report', 'findings', 'train_sft', 'train_grpo', 'evaluate']
 
 def experiment_path(name: str) -> Path:
     "The shipped copy of an experiment notebook."
@@ -205,6 +209,23 @@ def _build_tiny(run_dir: Path, tiny: Path, params: dict, progress: bool):
         _execute('tiny_model', run_dir / 'tiny_model.ipynb', {'out_dir': str(tiny), 'progress_file': str(f), **params},
                  progress, (partial(_steps_done, f), 'tiny model training', 'step'))
 
+# %% ../nbs/12_report.ipynb #0f05165b
+def _train(run_dir: Path, tr: dict, n_boot: int, progress: bool):
+    "The training chain of a profile: base and SFT, GRPO, then the evaluation of the three, into `run_dir/training`."
+    d, seed = run_dir / 'training', tr['seed']
+    with tempfile.TemporaryDirectory() as tmp:
+        f, g = Path(tmp) / 'sft.json', Path(tmp) / 'grpo.json'
+        _execute('train_sft', d / 'train_sft.ipynb', {'out_dir': str(d), 'teacher_run': str(run_dir / 'teacher'),
+                 'strong_from': str(run_dir), 'seed': seed, 'progress_file': str(f)}, progress,
+                 (partial(_steps_done, f), 'base and SFT training', 'step'))
+        _execute('train_grpo', d / 'train_grpo.ipynb', {'out_dir': str(d), 'opponent': tr['opponent'], 'role': tr['role'],
+                 'max_steps': tr['grpo_steps'], 'scenarios': tr['scenarios'], 'seed': seed, 'progress_file': str(g)},
+                 progress, (partial(_steps_done, g), 'GRPO', 'step'))
+    models = {'base': f"hf:{d / 'base'}", 'sft': f"hf:{d / 'sft'}", 'grpo': f"hf:{d / 'grpo' / 'model'}"}
+    _execute('evaluate', d / 'evaluate.ipynb', {'models': models, 'seen': [tr['opponent']], 'unseen': tr['unseen'],
+             'games_per_pair': tr['eval_games'], 'seed': seed, 'concurrency': 16, 'threads': 1, 'n_boot': n_boot,
+             'out_dir': str(d / 'evaluation')}, progress)
+
 # %% ../nbs/12_report.ipynb #1ce97777
 def reproduce(profile: str = 'smoke', out_dir: str | Path | None = None, progress: bool = True, **overrides) -> Path:
     "Run the experiment notebooks of a profile through papermill; return the run directory."
@@ -218,7 +239,9 @@ def reproduce(profile: str = 'smoke', out_dir: str | Path | None = None, progres
         d = run_dir / st['name']
         sp = _stage_params(st, d, tiny, prof['concurrency'])
         _execute('tournament', d / 'tournament.ipynb', sp, progress, _stage_follow(sp, st['name']))
-        _execute('report', d / 'report.ipynb', {'run_dir': str(d), 'n_boot': prof['n_boot']}, progress)
+        if st.get('report', True): _execute('report', d / 'report.ipynb', {'run_dir': str(d), 'n_boot': prof['n_boot']},
+                                            progress)
         if st.get('findings'): _execute('findings', d / 'findings.ipynb', {'run_dir': str(d), 'n_boot': prof['n_boot']},
                                         progress)
+    if 'train' in prof: _train(run_dir, {**prof['train'], **overrides}, prof['n_boot'], progress)
     return run_dir

@@ -6,19 +6,25 @@ Docs: https://github.com/bilateral-dev/bilateral/sft.html.md"""
 
 # %% ../nbs/09b_sft.ipynb #c9300a58
 from __future__ import annotations
-import asyncio, json, random, tempfile, time
+import asyncio, importlib.util, json, random, tempfile, time
+from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
-from .core import derive_seed
+import pandas as pd
+from .core import ConfigError, derive_seed
 from .protocol import FORMAT_ERRORS, openai_tools
 from .play import play_game, run_sync
-from .chat import window_view
+from .chat import sendable, window_view
+from .store import Store
 from .strategies import LADDER
 from .scenarios import sample_scenarios
 from .tiny import build_model, train_tokenizer
 
 # %% auto #0
-__all__ = ['TINY_WINDOW', 'windows', 'sft_dataset', 'train_sft', 'ladder_conversations', 'build_tiny_model', 'reply_validity',
-           'tool_call_rate']
+__all__ = ['TINY_WINDOW', 'ROLES', 'SFT_COLUMNS', 'SFT_CONFIGS', 'windows', 'sft_dataset', 'train_sft', 'ladder_conversations',
+           'build_tiny_model', 'reply_validity', 'tool_call_rate', 'role_rows', 'select_conversations',
+           'split_scenarios', 'conversation_dataset', 'sft_counts', 'save_sft_data', 'load_sft_data', 'sft_data',
+           'pick_backend', 'training_template', 'sft_tokens', 'sft_trainer', 'train_lora_sft', 'merge_adapter']
 
 # %% ../nbs/09b_sft.ipynb #399a3ee3
 def windows(conv: list, window: int, per_conv: int, rng) -> list:
@@ -135,3 +141,302 @@ def tool_call_rate(spec: str, n_games: int = 21, seed: int = 0) -> dict:
     return {'games': len(games), 'replies': tot[0], 'well_formed': round(tot[1] / n, 4),
             'accepted': round(tot[2] / n, 4), 'deals': sum(g.outcome.deal for g in games),
             'end_reasons': sorted({g.outcome.reason.value for g in games})}
+
+# %% ../nbs/09b_sft.ipynb #dbd2d93b
+ROLES = ('buyer', 'seller')
+
+def role_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    "One row per game and role of a store's game rows: agent, opponent, scenario, tier, deal and the role's share."
+    parts = [pd.DataFrame({'game_id': rows['game_id'], 'role': r, 'agent': rows[r], 'opponent': rows[o],
+                           'scenario_index': rows['scenario_index'].astype(int), 'tier': rows['tier'],
+                           'deal': rows['deal'].astype(bool), 'share': rows[f'{r}_share'].astype(float)})
+             for r, o in (ROLES, ROLES[::-1])]
+    return pd.concat(parts, ignore_index=True).sort_values(['game_id', 'role'], ignore_index=True)
+
+# %% ../nbs/09b_sft.ipynb #dc89a56b
+def _pick(df: pd.DataFrame, agents=None, role=None, deal=None, min_share=None, tiers=None, opponents=None):
+    "The role rows that pass every filter given."
+    keep = pd.Series(True, index=df.index)
+    if agents is not None: keep &= df['agent'].isin(list(agents))
+    if role is not None: keep &= df['role'] == role
+    if deal is not None: keep &= df['deal'] == bool(deal)
+    if min_share is not None: keep &= df['share'] >= min_share
+    if tiers is not None: keep &= df['tier'].isin(list(tiers))
+    if opponents is not None: keep &= df['opponent'].isin(list(opponents))
+    return df[keep]
+
+# %% ../nbs/09b_sft.ipynb #d0fa7bfe
+def select_conversations(run_dir, agents=None, role=None, deal=None, min_share=None, tiers=None,
+                         opponents=None) -> list[dict]:
+    "Per-role conversations of a tournament store that pass the filters, each with its game's metadata."
+    if role not in (None, *ROLES): raise ConfigError(f"role must be 'buyer', 'seller' or None, got {role!r}")
+    with Store(run_dir, create=False) as st:
+        rows = st.rows()
+        if rows.empty: return []
+        out = []
+        for rec in _pick(role_rows(rows), agents, role, deal, min_share, tiers, opponents).to_dict('records'):
+            conv = (st.messages(rec['game_id']) or {}).get(rec['role'])
+            if conv: out.append({**rec, 'messages': conv})
+    return out
+
+# %% ../nbs/09b_sft.ipynb #f189dcac
+def split_scenarios(indices, test_size: float = 0.1, seed: int = 0) -> tuple[set, set]:
+    "(train, test) sets of scenario indices: a seeded shuffle, `test_size` of them (at least one) for testing."
+    xs = sorted(set(indices))
+    random.Random(seed).shuffle(xs)
+    n = 0 if test_size <= 0 or len(xs) < 2 else min(len(xs) - 1, max(1, round(test_size * len(xs))))
+    return set(xs[n:]), set(xs[:n])
+
+# %% ../nbs/09b_sft.ipynb #4c19806a
+SFT_COLUMNS = {'messages': 'string', 'tools': 'string', 'game_id': 'string', 'role': 'string', 'agent': 'string',
+               'opponent': 'string', 'scenario_index': 'int64', 'tier': 'string', 'deal': 'bool', 'share': 'float64'}
+
+def conversation_dataset(selection: list[dict], test_size: float = 0.1, seed: int = 0):
+    "A `DatasetDict` ('train', 'test') of selected conversations, split by scenario; messages and tools as JSON."
+    from datasets import Dataset, DatasetDict, Features, Value
+    train, _ = split_scenarios([s['scenario_index'] for s in selection], test_size, seed)
+    tools = json.dumps(openai_tools(), ensure_ascii=False)
+    cols = {k: {c: [] for c in SFT_COLUMNS} for k in ('train', 'test')}
+    for s in selection:
+        part = cols['train' if s['scenario_index'] in train else 'test']
+        part['messages'].append(json.dumps(s['messages'], ensure_ascii=False))
+        part['tools'].append(tools)
+        for c in list(SFT_COLUMNS)[2:]: part[c].append(s[c])
+    feats = Features({c: Value(v) for c, v in SFT_COLUMNS.items()})
+    return DatasetDict({k: Dataset.from_dict(v, features=feats) for k, v in cols.items()})
+
+# %% ../nbs/09b_sft.ipynb #8dd7e632
+def sft_counts(dd) -> dict:
+    "Conversations per split, and per split by agent and role."
+    def by(d): return dict(sorted(Counter(f'{a} as {r}' for a, r in zip(d['agent'], d['role'])).items()))
+    return {k: {'conversations': len(d), 'scenarios': len(set(d['scenario_index'])), 'by_agent_role': by(d)}
+            for k, d in dd.items()}
+
+# %% ../nbs/09b_sft.ipynb #165c1f22
+_CARD = """---
+configs:
+- config_name: default
+  data_files:
+{files}tags: [bilateral, tool-calling]
+---
+# bilateral SFT conversations
+
+Per-role tool-calling conversations of a `bilateral` tournament, as the agents lived them: `messages` is a JSON list of
+chat messages, `tools` the JSON list of tool schemas the agents were given. Train on
+`apply_chat_template(json.loads(messages), tools=json.loads(tools))`, assistant tokens only.
+
+## Selection
+```json
+{selection}
+```
+## Source run
+`{path}`: {games} games stored. Tournament spec:
+```json
+{spec}
+```
+## Counts
+No scenario (`scenario_index`) is in two splits.
+
+| split | agent | role | conversations |
+|---|---|---|---|
+{rows}
+"""
+
+# %% ../nbs/09b_sft.ipynb #542e75e4
+def _card(dd, info: dict) -> str:
+    "A dataset card (README.md) recording the selection, the source run and the counts of an SFT dataset."
+    files = ''.join(f'  - split: {k}\n    path: data/{k}.parquet\n' for k in dd)
+    rows = [f"| {k} | {' | '.join(ar.rsplit(' as ', 1))} | {n} |"
+            for k, c in info['counts'].items() for ar, n in c['by_agent_role'].items()]
+    src = info['source_run']
+    return _CARD.format(files=files, selection=json.dumps(info['selection'], indent=1), path=src['path'],
+                        games=src['games'], spec=json.dumps(src['spec'], indent=1), rows='\n'.join(rows))
+
+# %% ../nbs/09b_sft.ipynb #c70331ad
+@contextmanager
+def _quiet():
+    "No `datasets` progress bars inside the block."
+    from datasets.utils import disable_progress_bars, enable_progress_bars, are_progress_bars_disabled
+    was = are_progress_bars_disabled()
+    disable_progress_bars()
+    try: yield
+    finally:
+        if not was: enable_progress_bars()
+
+# %% ../nbs/09b_sft.ipynb #2d1efb7b
+def save_sft_data(dd, out_dir, selection_args: dict, source_run, repo_id: str | None = None,
+                  private: bool = True) -> dict:
+    "Save an SFT dataset to disk, as Parquet and with a dataset card; push it to the Hub when `repo_id` is given."
+    out = Path(out_dir)
+    with Store(source_run, create=False) as st:
+        src = {'path': str(Path(source_run).resolve()), 'games': st.count(), 'spec': st.get_meta('spec')}
+    info = {'selection': selection_args, 'source_run': src, 'counts': sft_counts(dd)}
+    (out / 'data').mkdir(parents=True, exist_ok=True)
+    with _quiet():
+        dd.save_to_disk(str(out / 'dataset'))
+        for k, d in dd.items(): d.to_parquet(str(out / 'data' / f'{k}.parquet'))
+    (out / 'README.md').write_text(_card(dd, info))
+    (out / 'sft_data.json').write_text(json.dumps(info, indent=1) + '\n')
+    if repo_id:
+        from huggingface_hub import HfApi
+        dd.push_to_hub(repo_id, private=private)
+        HfApi().upload_file(path_or_fileobj=str(out / 'README.md'), path_in_repo='README.md', repo_id=repo_id,
+                            repo_type='dataset')
+    return info
+
+# %% ../nbs/09b_sft.ipynb #6ebcdba3
+def load_sft_data(out_dir):
+    "The `DatasetDict` that `save_sft_data` saved in `out_dir`."
+    from datasets import load_from_disk
+    return load_from_disk(str(Path(out_dir) / 'dataset'))
+
+# %% ../nbs/09b_sft.ipynb #81d192f2
+def sft_data(run_dir, out_dir, test_size: float = 0.1, seed: int = 0, repo_id: str | None = None, **filters) -> dict:
+    "Select conversations of the store in `run_dir` by `filters`, split them by scenario and save them to `out_dir`."
+    sel = select_conversations(run_dir, **filters)
+    if not sel: raise ConfigError(f'no conversation in {run_dir} passes {filters}: nothing to train on')
+    args = {**filters, 'test_size': test_size, 'seed': seed}
+    return save_sft_data(conversation_dataset(sel, test_size, seed), out_dir, args, run_dir, repo_id)
+
+# %% ../nbs/09b_sft.ipynb #bec53bdc
+def pick_backend(backend: str = 'auto') -> str:
+    "'unsloth' or 'trl': Unsloth when asked or, for 'auto', when CUDA and the unsloth package are both there."
+    if backend not in ('auto', 'unsloth', 'trl'):
+        raise ConfigError(f"backend must be 'auto', 'unsloth' or 'trl', got {backend!r}")
+    if backend == 'trl': return 'trl'
+    import torch
+    ready = torch.cuda.is_available() and importlib.util.find_spec('unsloth') is not None
+    if ready:
+        try: importlib.import_module('unsloth')      # importing it patches transformers and TRL
+        except Exception: ready = False
+    if backend == 'unsloth' and not ready:
+        raise ConfigError("backend 'unsloth' needs a CUDA GPU and the unsloth package: pip install 'bilateral[gpu]' "
+                          "(see STACK.md), or use backend='trl'")
+    return 'unsloth' if ready else 'trl'
+
+# %% ../nbs/09b_sft.ipynb #7611a60a
+_LINEAR = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj']
+_QWEN = dict(lora_r=16, lora_alpha=16, lora_dropout=0.0, target_modules=_LINEAR, lr=2e-4, epochs=1, batch=1,
+             grad_accum=8, max_length=8192, load_in_4bit=True, checkpointing=True, threads=None, expected_time=None,
+             docs=['https://unsloth.ai/docs/get-started/fine-tuning-for-beginners/unsloth-requirements',
+                   'https://qwen.readthedocs.io/en/latest/training/unsloth.html',
+                   'https://unsloth.ai/docs/get-started/fine-tuning-llms-guide/lora-hyperparameters-guide'])
+
+SFT_CONFIGS = {
+    'tiny': dict(base_model=None, lora_r=16, lora_alpha=32, lora_dropout=0.0, target_modules=_LINEAR, lr=2e-3,
+                 epochs=1, batch=1, grad_accum=2, max_length=4096, load_in_4bit=False, checkpointing=False, threads=1,
+                 gpu_memory_gb=None, expected_time=None, docs=[]),
+    'qwen3-8b': dict(_QWEN, base_model='Qwen/Qwen3-8B', gpu_memory_gb={'qlora_4bit_min': 6, 'lora_16bit_min': 22}),
+    'qwen3-14b': dict(_QWEN, base_model='Qwen/Qwen3-14B', gpu_memory_gb={'qlora_4bit_min': 8.5, 'lora_16bit_min': 33}),
+}
+
+# %% ../nbs/09b_sft.ipynb #fbfa16cf
+def training_template(tok) -> str | None:
+    "The chat template to train with: None (the tokenizer's own) when it marks assistant tokens, else TRL's version."
+    from trl.chat_template_utils import get_training_chat_template, has_generation_markers
+    return None if has_generation_markers(tok.chat_template) else get_training_chat_template(tok)
+
+# %% ../nbs/09b_sft.ipynb #11a8f6e1
+def sft_tokens(tok, split, max_length: int, chat_template: str | None = None):
+    "Token ids and assistant masks of a saved split's conversations, rendered as in tournaments, cut to `max_length`."
+    from datasets import Dataset
+    rows = {'input_ids': [], 'assistant_masks': []}
+    for m, t in zip(split['messages'], split['tools']):
+        enc = tok.apply_chat_template(sendable(json.loads(m)), tools=json.loads(t), chat_template=chat_template,
+                                      return_dict=True, return_assistant_tokens_mask=True)
+        rows['input_ids'].append(enc['input_ids'][:max_length])
+        rows['assistant_masks'].append(enc['assistant_masks'][:max_length])
+    return Dataset.from_dict(rows)
+
+# %% ../nbs/09b_sft.ipynb #b8292461
+def _load(model_dir: str, cfg: dict, backend: str):
+    "(model, tokenizer, LoRA config or None): the base model; Unsloth attaches LoRA itself."
+    if backend == 'unsloth':     # CUDA only: not run by the tests
+        from unsloth import FastLanguageModel
+        model, tok = FastLanguageModel.from_pretrained(model_dir, max_seq_length=cfg['max_length'],
+                                                       load_in_4bit=cfg['load_in_4bit'])
+        model = FastLanguageModel.get_peft_model(model, r=cfg['lora_r'], lora_alpha=cfg['lora_alpha'],
+                                                 lora_dropout=cfg['lora_dropout'], target_modules=cfg['target_modules'],
+                                                 use_gradient_checkpointing=cfg['checkpointing'] and 'unsloth')
+        return model, tok, None
+    import torch
+    from peft import LoraConfig
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    if cfg['load_in_4bit']: raise ConfigError("4-bit loading needs the unsloth backend; or pass load_in_4bit=False")
+    dtype = torch.bfloat16 if torch.cuda.is_available() else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype)
+    lora = LoraConfig(r=cfg['lora_r'], lora_alpha=cfg['lora_alpha'], lora_dropout=cfg['lora_dropout'],
+                      target_modules=cfg['target_modules'], task_type='CAUSAL_LM')
+    return model, AutoTokenizer.from_pretrained(model_dir), lora
+
+# %% ../nbs/09b_sft.ipynb #7607d6c9
+def sft_trainer(model, tok, ds, cfg: dict, peft=None, max_steps: int | None = None, seed: int = 0,
+                progress_file: str | None = None):
+    "A TRL `SFTTrainer` on pre-tokenized samples `ds` with the settings `cfg` (a value of `SFT_CONFIGS`)."
+    import torch
+    from trl import SFTConfig, SFTTrainer
+    gpu = torch.cuda.is_available()
+    args = SFTConfig(output_dir=tempfile.mkdtemp(), num_train_epochs=cfg['epochs'], max_steps=max_steps or -1,
+                     learning_rate=cfg['lr'], per_device_train_batch_size=cfg['batch'],
+                     gradient_accumulation_steps=cfg['grad_accum'], max_length=cfg['max_length'], bf16=gpu,
+                     use_cpu=not gpu, report_to='none', logging_steps=10, save_strategy='no', seed=seed,
+                     lr_scheduler_type='cosine', disable_tqdm=True, activation_checkpointing=cfg['checkpointing'],
+                     include_num_input_tokens_seen='non_padding')
+    with _quiet():
+        return SFTTrainer(model=model, args=args, train_dataset=ds, processing_class=tok, peft_config=peft,
+                          callbacks=[_step_file(progress_file)] if progress_file else None)
+
+# %% ../nbs/09b_sft.ipynb #711036ae
+def _save(model, tok, out_dir: Path, merge: bool, backend: str):
+    "Save the trained model: merged into a full model folder, or the LoRA adapter alone; the tokenizer with it."
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if merge and backend == 'unsloth':
+        model.save_pretrained_merged(str(out_dir), tok, save_method='merged_16bit')
+        return
+    (model.merge_and_unload() if merge else model).save_pretrained(out_dir)
+    tok.save_pretrained(out_dir)
+
+# %% ../nbs/09b_sft.ipynb #c17a87ae
+def _sft_report(tr, out, ds, cfg: dict, backend: str, config: str, out_dir: Path, merge: bool, same: bool) -> dict:
+    "What a training run did and measured."
+    secs, n = out.metrics['train_runtime'], int(tr.state.num_input_tokens_seen)
+    return {'backend': backend, 'config': config, 'steps': tr.state.global_step, 'samples': len(ds),
+            'truncated': sum(len(x) >= cfg['max_length'] for x in ds['input_ids']), 'train_tokens': n,
+            'train_seconds': round(secs, 2), 'tokens_per_s': round(n / secs, 1) if secs else None,
+            'final_loss': round(out.training_loss, 4), 'same_rendering': same, 'merged': merge,
+            'out_dir': str(out_dir), 'agent': f'hf:{out_dir}' if merge else None}
+
+# %% ../nbs/09b_sft.ipynb #30294b4e
+def train_lora_sft(model_dir, data_dir, out_dir, config: str = 'tiny', backend: str = 'auto', merge: bool = True,
+                   max_steps: int | None = None, progress_file: str | None = None, seed: int = 0, **overrides) -> dict:
+    "LoRA SFT of `model_dir` on the train split saved in `data_dir`, assistant tokens only; returns a report."
+    import torch
+    if config not in SFT_CONFIGS: raise ConfigError(f'unknown SFT config {config!r}; known: {", ".join(SFT_CONFIGS)}')
+    t0, out_dir, backend, cfg = time.perf_counter(), Path(out_dir), pick_backend(backend), {**SFT_CONFIGS[config]}
+    if (bad := set(overrides) - set(cfg)): raise ConfigError(f'unknown SFT settings: {", ".join(sorted(bad))}')
+    cfg.update(overrides)
+    model, tok, lora = _load(str(model_dir or cfg['base_model']), cfg, backend)
+    split, template = load_sft_data(data_dir)['train'], training_template(tok)
+    first = [sendable(json.loads(split[0]['messages'])), json.loads(split[0]['tools'])]
+    same = template is None or tok.apply_chat_template(first[0], tools=first[1], tokenize=False) == \
+        tok.apply_chat_template(first[0], tools=first[1], tokenize=False, chat_template=template)
+    ds, before = sft_tokens(tok, split, cfg['max_length'], template), torch.get_num_threads()
+    if cfg['threads']: torch.set_num_threads(cfg['threads'])
+    try:
+        tr = sft_trainer(model, tok, ds, cfg, lora, max_steps, seed, progress_file)
+        with _quiet(): out = tr.train()
+    finally: torch.set_num_threads(before)
+    _save(tr.model, tok, out_dir, merge, backend)
+    rep = {**_sft_report(tr, out, ds, cfg, backend, config, out_dir, merge, same),
+           'seconds': round(time.perf_counter() - t0, 2)}
+    (out_dir / 'bilateral_sft.json').write_text(json.dumps(rep, indent=1) + '\n')
+    return rep
+
+# %% ../nbs/09b_sft.ipynb #222454f3
+def merge_adapter(adapter_dir, out_dir) -> Path:
+    "Merge a LoRA adapter that `train_lora_sft(merge=False)` saved into its base model: a full model folder."
+    from peft import AutoPeftModelForCausalLM
+    from transformers import AutoTokenizer
+    AutoPeftModelForCausalLM.from_pretrained(str(adapter_dir)).merge_and_unload().save_pretrained(out_dir)
+    AutoTokenizer.from_pretrained(str(adapter_dir)).save_pretrained(out_dir)
+    return Path(out_dir)
