@@ -27,8 +27,9 @@ __all__ = ['TINY_WINDOW', 'ROLES', 'SFT_COLUMNS', 'SFT_CONFIGS', 'windows', 'sft
            'pick_backend', 'training_template', 'sft_tokens', 'sft_trainer', 'train_lora_sft', 'merge_adapter']
 
 # %% ../nbs/09b_sft.ipynb #399a3ee3
-def windows(conv: list, window: int, per_conv: int, rng) -> list:
+def windows(conv: list, window: int | None, per_conv: int, rng) -> list:
     "Up to `per_conv` samples of a conversation: what a windowed agent sees when it writes one reply, plus that reply."
+    if window is None: return [conv]          # the full history: the whole conversation trains every reply at once
     idx = [i for i, m in enumerate(conv) if m['role'] == 'assistant']
     out = [window_view(conv[:i], window) + [conv[i]] for i in idx]
     return out if len(out) <= per_conv else [out[0]] + rng.sample(out[1:], per_conv - 1)
