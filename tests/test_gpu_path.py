@@ -97,6 +97,18 @@ def test_compare_ratios():
           'grpo-unsloth': {'ok': False}, 'grpo-trl': {'ok': True, 'median_step_seconds': 2.0}}
     assert gpu_check.compare(ph) == {'sft': {'trl_over_unsloth_step_time': 3.0, 'trl_over_unsloth_peak_gpu': 3.0}}
 
+def test_grpo_figures():
+    "Rewards and game figures per step come from the GRPO report's log; tokens/s from mean lengths, batch, step times."
+    rep = {'config': {'batch': 8}, 'log': [
+        {'completions/mean_length': 80.0, 'reward': -1.0, 'rewards/share/mean': -1.0, 'deal_rate': 1.0, 'loss': 0.1,
+         'step_time': 4.0},
+        {'completions/mean_length': 40.0, 'reward': 0.5, 'rewards/share/mean': 0.5, 'deal_rate': 0.5,
+         'step_time': 2.0}]}
+    got = gpu_check.grpo_figures(rep)
+    assert got['completion_tokens_per_s'] == 160.0 and got['tokens_per_s'] == 160.0
+    assert [s['reward'] for s in got['steps']] == [-1.0, 0.5] and 'loss' not in got['steps'][0]
+    assert gpu_check.grpo_figures({}) == {'steps': [], 'tokens_per_s': None}
+
 def test_step_times():
     "Step times come from the readings of the trainer's progress file; the median leaves out the first step."
     got = gpu_check.step_times([(0, 0.0), (1, 5.0), (2, 5.5), (3, 6.5), (3, 7.0)])
@@ -131,5 +143,5 @@ def test_cpu_plumbing(tmp_path, tiny_model):
     res = json.loads((tmp_path / 'out' / 'gpu_check.json').read_text())
     assert r.returncode == 0, json.dumps(res, indent=1)[-3000:]
     assert list(res['phases']) == ['env', 'data', 'sft-trl', 'grpo-trl']
-    assert res['phases']['env']['versions']['trl'] and res['phases']['env']['cuda'] is False
+    assert res['phases']['env']['versions']['trl'] and res['phases']['env']['auto_backend'] in ('trl', 'unsloth')
     assert res['phases']['sft-trl']['model_dir'] and res['phases']['grpo-trl']['seconds'] > 0

@@ -130,8 +130,7 @@ def phase_env(a) -> dict:
         out['unsloth_import'] = {'ok': True, 'seconds': round(time.perf_counter() - t0, 2)}
     except Exception as e:
         out['unsloth_import'] = {'ok': False, 'error': f'{type(e).__name__}: {e}'[:2000]}
-    from bilateral.sft import pick_backend
-    try: out['auto_backend'] = pick_backend('auto')
+    try: out['auto_backend'] = importlib.import_module('bilateral.sft').pick_backend('auto')
     except Exception as e: out['auto_backend'] = f'{type(e).__name__}: {e}'
     return out
 
@@ -161,8 +160,19 @@ def phase_grpo(a, work: Path) -> dict:
     out = measured(run, progress)
     rep = out['report'] if isinstance(out['report'], dict) else {}
     out['start_model'] = start
-    out['rewards'] = {k: v for k, v in rep.items() if 'reward' in k.lower()}
-    out['tokens_per_s'] = pick(rep, 'tokens_per_s', 'tokens/s', 'completion_tokens_per_s')
+    out.update(grpo_figures(rep))
+    return out
+
+def grpo_figures(rep: dict) -> dict:
+    "Per-step rewards and game figures from the trainer's log, and completion tokens per second of step time."
+    log = [e for e in rep.get('log') or [] if isinstance(e, dict)]
+    keep = ('deal_rate', 'finished', 'invalid_calls', 'completions/mean_length', 'step_time')
+    steps = [{k: v for k, v in e.items() if 'reward' in k or k in keep} for e in log]
+    batch, out = (rep.get('config') or {}).get('batch'), {'steps': steps}
+    lengths, times = [e.get('completions/mean_length') for e in log], [e.get('step_time') for e in log]
+    if batch and log and all(lengths) and all(times):
+        out['completion_tokens_per_s'] = round(sum(lengths) * batch / sum(times), 1)
+    out['tokens_per_s'] = pick(rep, 'tokens_per_s', 'tokens/s') or out.get('completion_tokens_per_s')
     return out
 
 def phase_data(a, work: Path) -> dict:
@@ -215,8 +225,8 @@ def child(a, phase: str, backend: str, work: Path, timeout: float) -> dict:
             '--work', str(work), '--model', a.model, '--data', a.data, '--steps', str(a.steps),
             '--grpo-steps', str(a.grpo_steps), '--opponent', a.opponent, '--role', a.role, '--config', a.config,
             '--games', str(a.games)]
-    env = {**os.environ, 'PYTHONPATH': os.pathsep.join(p for p in (str(ROOT), os.environ.get('PYTHONPATH')) if p),
-           'PYTHONUNBUFFERED': '1'}
+    path = [str(ROOT)] + [str(Path(p).resolve()) for p in os.environ.get('PYTHONPATH', '').split(os.pathsep) if p]
+    env = {**os.environ, 'PYTHONPATH': os.pathsep.join(path), 'PYTHONUNBUFFERED': '1'}    # children run in WORK
     t0 = time.perf_counter()
     with open(log, 'w') as f:
         try: code = subprocess.run(args, cwd=work, env=env, stdout=f, stderr=subprocess.STDOUT,
@@ -276,7 +286,7 @@ def main(argv=None):
 def summary(result: dict) -> dict:
     "The figures that matter, one line each."
     keep = ('ok', 'seconds', 'median_step_seconds', 'peak_gpu_allocated_bytes', 'tokens_per_s', 'final_loss',
-            'rewards', 'error')
+            'steps', 'error')
     env = result['phases'].get('env', {})
     return {'versions': env.get('versions'), 'device': env.get('device'), 'unsloth_import': env.get('unsloth_import'),
             **{k: {f: v.get(f) for f in keep if f in v} for k, v in result['phases'].items() if k != 'env'},
