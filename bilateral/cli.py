@@ -276,6 +276,7 @@ def cmd_train(a) -> str:
     "Train a model: LoRA SFT on stored conversations, or GRPO against a fixed agent."
     from bilateral.sft import sft_data, train_lora_sft
     from bilateral.grpo import train_grpo
+    if not Path(a.model).is_dir(): raise CliError(f'no model folder at {a.model}')
     out = Path(a.out)
     steps = {'max_steps': a.max_steps} if a.max_steps else {}
     with contextlib.redirect_stdout(sys.stderr):

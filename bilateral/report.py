@@ -218,9 +218,9 @@ def _train(run_dir: Path, tr: dict, n_boot: int, progress: bool):
         _execute('train_sft', d / 'train_sft.ipynb', {'out_dir': str(d), 'teacher_run': str(run_dir / 'teacher'),
                  'strong_from': str(run_dir), 'seed': seed, 'progress_file': str(f)}, progress,
                  (partial(_steps_done, f), 'base and SFT training', 'step'))
-        _execute('train_grpo', d / 'train_grpo.ipynb', {'out_dir': str(d), 'opponent': tr['opponent'], 'role': tr['role'],
-                 'max_steps': tr['grpo_steps'], 'scenarios': tr['scenarios'], 'seed': seed, 'progress_file': str(g)},
-                 progress, (partial(_steps_done, g), 'GRPO', 'step'))
+        gp = {'out_dir': str(d), 'opponent': tr['opponent'], 'role': tr['role'], 'max_steps': tr['grpo_steps'],
+              'scenarios': tr['scenarios'], 'seed': seed, 'progress_file': str(g)}
+        _execute('train_grpo', d / 'train_grpo.ipynb', gp, progress, (partial(_steps_done, g), 'GRPO', 'step'))
     models = {'base': f"hf:{d / 'base'}", 'sft': f"hf:{d / 'sft'}", 'grpo': f"hf:{d / 'grpo' / 'model'}"}
     _execute('evaluate', d / 'evaluate.ipynb', {'models': models, 'seen': [tr['opponent']], 'unseen': tr['unseen'],
              'games_per_pair': tr['eval_games'], 'seed': seed, 'concurrency': 16, 'threads': 1, 'n_boot': n_boot,

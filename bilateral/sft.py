@@ -381,7 +381,7 @@ def sft_trainer(model, tok, ds, cfg: dict, peft=None, max_steps: int | None = No
                      learning_rate=cfg['lr'], per_device_train_batch_size=cfg['batch'],
                      gradient_accumulation_steps=cfg['grad_accum'], max_length=cfg['max_length'], bf16=gpu,
                      use_cpu=not gpu, report_to='none', logging_steps=10, save_strategy='no', seed=seed,
-                     lr_scheduler_type='cosine', disable_tqdm=True, activation_checkpointing=cfg['checkpointing'],
+                     lr_scheduler_type='cosine', disable_tqdm=True, gradient_checkpointing=cfg['checkpointing'],
                      include_num_input_tokens_seen='non_padding')
     with _quiet():
         return SFTTrainer(model=model, args=args, train_dataset=ds, processing_class=tok, peft_config=peft,

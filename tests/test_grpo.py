@@ -90,7 +90,8 @@ def grpo_run(tiny_model, tmp_path_factory):
     torch.set_num_threads(1)
     tr = GRPOTrainer(model=AutoModelForCausalLM.from_pretrained(path), args=args, processing_class=tok,
                      train_dataset=Dataset.from_list(grpo_rows(3, 'buyer', seed=5)),
-                     reward_funcs=rewards.funcs() + [record], environment_factory=lambda: BargainEnv('boulware', 'buyer'),
+                     reward_funcs=rewards.funcs() + [record],
+                     environment_factory=lambda: BargainEnv('boulware', 'buyer'),
                      peft_config=LoraConfig(r=8, lora_alpha=16, target_modules='all-linear', task_type='CAUSAL_LM'))
     tr.train()
     return tr, tok, seen, rewards, out
