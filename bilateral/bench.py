@@ -20,7 +20,7 @@ from .strategies import LADDER
 
 # %% auto #0
 __all__ = ['PHASES', 'NEGMAS_KINDS', 'PAIRINGS', 'bench', 'turn_costs', 'bench_negmas', 'bench_tournament', 'bench_llm',
-           'bench_workers']
+           'bench_workers', 'bench_training']
 
 # %% ../nbs/14_bench.ipynb #b0489161
 def _reference(n_calls: int, T: float = 180.0) -> float:
@@ -285,3 +285,21 @@ def bench_workers(workers=(1, 2), n_agents: int = 8, games_per_pair: int = 60, s
             out.append({'workers': s['workers'], 'cores': available_cores(), 'games': s['played'],
                         'seconds': round(time.perf_counter() - t0, 2)})
     return [{**r, 'speedup': round(out[0]['seconds'] / r['seconds'], 2)} for r in out]
+
+# %% ../nbs/14_bench.ipynb #60b0335c
+def bench_training(n_games: int = 24, sft_steps: int = 10, grpo_steps: int = 3, scenarios: int = 4,
+                   seed: int = 0) -> dict:
+    "SFT train tokens/s, GRPO seconds per step and the environment's share of a step, with a small tiny model."
+    from bilateral.sft import build_tiny_model, sft_data, train_lora_sft
+    from bilateral.grpo import train_grpo
+    from bilateral.tournament import TournamentSpec, run_tournament
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        build_tiny_model(d / 'base', n_games=n_games, window=None, max_length=4096, seed=seed)
+        run_tournament(TournamentSpec(('narrated:boulware', 'narrated:linear'), 4, seed=seed), d / 'run', workers=1)
+        sft_data(d / 'run', d / 'data', seed=seed)
+        s = train_lora_sft(d / 'base', d / 'data', d / 'sft', max_steps=sft_steps, seed=seed)
+        g = train_grpo(d / 'base', d / 'grpo', max_steps=grpo_steps, scenarios=scenarios, seed=seed)
+    return {'sft_steps': s['steps'], 'sft_tokens_per_s': s['tokens_per_s'], 'grpo_steps': g['steps'],
+            'grpo_rollouts': g['rollouts'], 'grpo_seconds_per_step': g['seconds_per_step'],
+            'grpo_env_seconds': g['env_seconds'], 'grpo_env_share': g['env_share']}

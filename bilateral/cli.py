@@ -1,4 +1,4 @@
-"""`bilateral agents`, `run`, `play`, `tournament`, `report`, `reproduce`, `tiny-model`, `bench`, `train` and `evaluate`.
+"""The commands: agents, run, play, tournament, report, reproduce, tiny-model, bench, train, evaluate.
 
 Docs: https://github.com/bilateral-dev/bilateral/cli.html.md"""
 
@@ -398,6 +398,10 @@ def cmd_bench(a) -> str:
     if a.workers:
         from bilateral.bench import bench_workers
         return _bench_workers_text(bench_workers([int(x) for x in a.workers.split(',')]))
+    if a.training:
+        from bilateral.bench import bench_training
+        with contextlib.redirect_stdout(sys.stderr): t = bench_training(seed=a.seed)
+        return json.dumps(t, indent=1)
     if a.tournament:
         from bilateral.bench import bench_tournament
         return _bench_tournament_text(bench_tournament([int(x) for x in a.tournament.split(',')]))
@@ -423,6 +427,8 @@ def _add_bench(sub):
     b.add_argument('--per-slot', type=int, default=8, help='games per concurrent slot of --llm')
     b.add_argument('--workers', default=None, metavar='N,N,...',
                    help='instead: the same ladder tournament with these numbers of worker processes')
+    b.add_argument('--training', action='store_true',
+                   help='instead: SFT tokens/s, GRPO s/step and the environment share of a step, tiny model on CPU')
     b.set_defaults(fn=cmd_bench)
 
 # %% ../nbs/13_cli.ipynb #de2cbe08

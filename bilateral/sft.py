@@ -21,10 +21,11 @@ from .scenarios import sample_scenarios
 from .tiny import build_model, train_tokenizer
 
 # %% auto #0
-__all__ = ['TINY_WINDOW', 'ROLES', 'SFT_COLUMNS', 'SFT_CONFIGS', 'windows', 'sft_dataset', 'train_sft', 'ladder_conversations',
-           'build_tiny_model', 'reply_validity', 'tool_call_rate', 'role_rows', 'select_conversations',
-           'split_scenarios', 'conversation_dataset', 'sft_counts', 'save_sft_data', 'load_sft_data', 'sft_data',
-           'pick_backend', 'training_template', 'sft_tokens', 'sft_trainer', 'train_lora_sft', 'merge_adapter']
+__all__ = ['TINY_WINDOW', 'ROLES', 'SFT_COLUMNS', 'SFT_CONFIGS', 'windows', 'sft_dataset', 'train_sft', 'torch_threads',
+           'ladder_conversations', 'build_tiny_model', 'reply_validity', 'tool_call_rate', 'role_rows',
+           'select_conversations', 'split_scenarios', 'conversation_dataset', 'sft_counts', 'save_sft_data',
+           'load_sft_data', 'sft_data', 'pick_backend', 'training_template', 'sft_tokens', 'load_lora_model',
+           'sft_trainer', 'save_trained', 'train_lora_sft', 'merge_adapter']
 
 # %% ../nbs/09b_sft.ipynb #399a3ee3
 def windows(conv: list, window: int | None, per_conv: int, rng) -> list:
@@ -72,6 +73,16 @@ def train_sft(model, tok, ds, epochs: float = 3, lr: float = 3e-3, batch: int = 
                     callbacks=[_step_file(progress_file)] if progress_file else None)
     return tr.train().training_loss
 
+# %% ../nbs/09b_sft.ipynb #d1039441
+@contextmanager
+def torch_threads(n: int | None):
+    "Run the block with `n` torch threads (0 or None: unchanged), then restore the number there was."
+    import torch
+    before = torch.get_num_threads()
+    if n: torch.set_num_threads(n)
+    try: yield
+    finally: torch.set_num_threads(before)
+
 # %% ../nbs/09b_sft.ipynb #a3ffbcd3
 def ladder_conversations(n_games: int = 300, seed: int = 0) -> list:
     "Both sides' conversations of `n_games` narrated ladder games."
@@ -89,7 +100,6 @@ def build_tiny_model(out_dir: str | Path, n_games: int = 100, epochs: float = 1,
                      window: int = TINY_WINDOW, per_conv: int = 8, max_length: int = 1024, lr: float = 3e-3,
                      batch: int = 4, hidden: int = 128, threads: int = 1, progress_file: str | None = None) -> dict:
     "Build, train and save the tiny model; return a report."
-    import torch
     t0, out_dir, rng = time.perf_counter(), Path(out_dir), random.Random(seed)
     convs = ladder_conversations(n_games, seed)
     tok = train_tokenizer(convs, vocab_size)
@@ -97,11 +107,9 @@ def build_tiny_model(out_dir: str | Path, n_games: int = 100, epochs: float = 1,
     model = build_model(tok, hidden=hidden, seed=seed)
     model.generation_config.max_new_tokens = 96
     ds = sft_dataset(tok, samples, max_length)
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try: loss = train_sft(model, tok, ds, epochs=epochs, lr=lr, batch=batch, seed=seed, max_length=max_length,
-                          progress_file=progress_file)
-    finally: torch.set_num_threads(before)
+    with torch_threads(threads):
+        loss = train_sft(model, tok, ds, epochs=epochs, lr=lr, batch=batch, seed=seed, max_length=max_length,
+                         progress_file=progress_file)
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out_dir)
     tok.save_pretrained(out_dir)
@@ -350,7 +358,7 @@ def sft_tokens(tok, split, max_length: int, chat_template: str | None = None):
     return Dataset.from_dict(rows)
 
 # %% ../nbs/09b_sft.ipynb #b8292461
-def _load(model_dir: str, cfg: dict, backend: str):
+def load_lora_model(model_dir: str, cfg: dict, backend: str):
     "(model, tokenizer, LoRA config or None): the base model; Unsloth attaches LoRA itself."
     if backend == 'unsloth':     # CUDA only: not run by the tests
         from unsloth import FastLanguageModel
@@ -388,7 +396,7 @@ def sft_trainer(model, tok, ds, cfg: dict, peft=None, max_steps: int | None = No
                           callbacks=[_step_file(progress_file)] if progress_file else None)
 
 # %% ../nbs/09b_sft.ipynb #711036ae
-def _save(model, tok, out_dir: Path, merge: bool, backend: str):
+def save_trained(model, tok, out_dir: Path, merge: bool, backend: str):
     "Save the trained model: merged into a full model folder, or the LoRA adapter alone; the tokenizer with it."
     out_dir.mkdir(parents=True, exist_ok=True)
     if merge and backend == 'unsloth':
@@ -411,23 +419,20 @@ def _sft_report(tr, out, ds, cfg: dict, backend: str, config: str, out_dir: Path
 def train_lora_sft(model_dir, data_dir, out_dir, config: str = 'tiny', backend: str = 'auto', merge: bool = True,
                    max_steps: int | None = None, progress_file: str | None = None, seed: int = 0, **overrides) -> dict:
     "LoRA SFT of `model_dir` on the train split saved in `data_dir`, assistant tokens only; returns a report."
-    import torch
     if config not in SFT_CONFIGS: raise ConfigError(f'unknown SFT config {config!r}; known: {", ".join(SFT_CONFIGS)}')
     t0, out_dir, backend, cfg = time.perf_counter(), Path(out_dir), pick_backend(backend), {**SFT_CONFIGS[config]}
     if (bad := set(overrides) - set(cfg)): raise ConfigError(f'unknown SFT settings: {", ".join(sorted(bad))}')
     cfg.update(overrides)
-    model, tok, lora = _load(str(model_dir or cfg['base_model']), cfg, backend)
+    model, tok, lora = load_lora_model(str(model_dir or cfg['base_model']), cfg, backend)
     split, template = load_sft_data(data_dir)['train'], training_template(tok)
     first = [sendable(json.loads(split[0]['messages'])), json.loads(split[0]['tools'])]
     same = template is None or tok.apply_chat_template(first[0], tools=first[1], tokenize=False) == \
         tok.apply_chat_template(first[0], tools=first[1], tokenize=False, chat_template=template)
-    ds, before = sft_tokens(tok, split, cfg['max_length'], template), torch.get_num_threads()
-    if cfg['threads']: torch.set_num_threads(cfg['threads'])
-    try:
+    ds = sft_tokens(tok, split, cfg['max_length'], template)
+    with torch_threads(cfg['threads']), _quiet():
         tr = sft_trainer(model, tok, ds, cfg, lora, max_steps, seed, progress_file)
-        with _quiet(): out = tr.train()
-    finally: torch.set_num_threads(before)
-    _save(tr.model, tok, out_dir, merge, backend)
+        out = tr.train()
+    save_trained(tr.model, tok, out_dir, merge, backend)
     rep = {**_sft_report(tr, out, ds, cfg, backend, config, out_dir, merge, same),
            'seconds': round(time.perf_counter() - t0, 2)}
     (out_dir / 'bilateral_sft.json').write_text(json.dumps(rep, indent=1) + '\n')

@@ -1,5 +1,5 @@
 """GRPO: one conversation format for tournaments and training, and a real LoRA run of TRL's GRPOTrainer."""
-import copy, json
+import copy, json, os, subprocess, sys
 from dataclasses import replace
 from pathlib import Path
 import pytest
@@ -12,6 +12,7 @@ from bilateral.store import Store
 import bilateral.strategies
 
 trl = pytest.importorskip('trl')
+EXE = str(Path(sys.executable).parent / 'bilateral')   # the console script
 
 
 def drive(env: BargainEnv, conv: list):
@@ -155,3 +156,21 @@ def test_rollouts_are_stored_games(grpo_run):
         assert replay(t).outcome.reason.value == t['outcome']['reason']
         assert st.messages(gid)['buyer'][0]['role'] == 'system'
 
+
+
+def test_train_grpo_from_the_command_line_then_report(tiny_model, tmp_path):
+    "`bilateral train grpo` on the tiny model prints its report; `bilateral report` reads its rollouts."
+    path, _ = tiny_model
+    out = tmp_path / 'grpo'
+    env = {**os.environ, 'HF_HUB_OFFLINE': '1'}
+    r = subprocess.run([EXE, 'train', 'grpo', str(path), '--out', str(out),
+                        '--opponent', 'boulware', '--role', 'buyer', '--max-steps', '2', '--scenarios', '2'],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rep = json.loads(r.stdout)
+    assert (rep['steps'], rep['rollouts'], rep['opponent'], rep['role']) == (2, 16, 'boulware', 'buyer')
+    assert (out / 'model' / 'config.json').exists()
+    r = subprocess.run([EXE, 'report', str(out / 'rollouts')],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert 'policy' in r.stdout and 'boulware' in r.stdout

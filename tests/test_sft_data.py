@@ -7,7 +7,7 @@ from bilateral.play import play
 from bilateral.protocol import openai_tools
 from bilateral.scenarios import sample_scenarios
 from bilateral.sft import (SFT_CONFIGS, conversation_dataset, load_sft_data, save_sft_data, select_conversations,
-                           sft_tokens, sft_trainer, _load, train_lora_sft)
+                           sft_tokens, sft_trainer, load_lora_model, train_lora_sft)
 from bilateral.store import Store
 from bilateral.tournament import TournamentSpec, run_tournament
 
@@ -89,7 +89,7 @@ def test_sft_samples_are_exactly_the_tournament_messages(run, data, tiny_model):
     "Decoded rows are the stored conversations; the trainer's tokens are the tournament's rendering of them."
     model_dir, _ = tiny_model
     split = load_sft_data(data)['train']
-    model, tok, lora = _load(str(model_dir), SFT_CONFIGS['tiny'], 'trl')
+    model, tok, lora = load_lora_model(str(model_dir), SFT_CONFIGS['tiny'], 'trl')
     ds = sft_tokens(tok, split, max_length=100_000)
     trained = sft_trainer(model, tok, ds, SFT_CONFIGS['tiny'], lora, max_steps=1).train_dataset
     with Store(run, create=False) as st:
