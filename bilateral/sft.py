@@ -203,6 +203,7 @@ SFT_COLUMNS = {'messages': 'string', 'tools': 'string', 'game_id': 'string', 'ro
 def conversation_dataset(selection: list[dict], test_size: float = 0.1, seed: int = 0):
     "A `DatasetDict` ('train', 'test') of selected conversations, split by scenario; messages and tools as JSON."
     from datasets import Dataset, DatasetDict, Features, Value
+    if not selection: raise ConfigError('no conversation passes the selection')
     train, _ = split_scenarios([s['scenario_index'] for s in selection], test_size, seed)
     tools = json.dumps(openai_tools(), ensure_ascii=False)
     cols = {k: {c: [] for c in SFT_COLUMNS} for k in ('train', 'test')}
@@ -212,7 +213,7 @@ def conversation_dataset(selection: list[dict], test_size: float = 0.1, seed: in
         part['tools'].append(tools)
         for c in list(SFT_COLUMNS)[2:]: part[c].append(s[c])
     feats = Features({c: Value(v) for c, v in SFT_COLUMNS.items()})
-    return DatasetDict({k: Dataset.from_dict(v, features=feats) for k, v in cols.items()})
+    return DatasetDict({k: Dataset.from_dict(v, features=feats) for k, v in cols.items() if v['messages']})
 
 # %% ../nbs/09b_sft.ipynb #8dd7e632
 def sft_counts(dd) -> dict:

@@ -118,3 +118,13 @@ def test_lora_sft_merged_model_plays(data, tiny_model, tmp_path):
     assert (tmp_path / 'sft' / 'model.safetensors').read_bytes() != (model_dir / 'model.safetensors').read_bytes()
     g = play(sample_scenarios(1, seed=9)[0], 'boulware', f"{rep['agent']}?window=4&max_turns=12", seed=9)
     assert g.outcome.reason.scored and g.messages['seller'][2]['role'] == 'assistant'
+
+
+def test_one_scenario_saves_a_train_split_that_loads(tmp_path):
+    "A selection from one scenario has no test split; what is saved loads back (an empty split would not)."
+    from bilateral.sft import sft_data
+    from bilateral.tournament import TournamentSpec, run_tournament
+    run_tournament(TournamentSpec(('narrated:boulware', 'narrated:linear'), 1), tmp_path / 'run', workers=1)
+    sft_data(tmp_path / 'run', tmp_path / 'data')
+    dd = load_sft_data(tmp_path / 'data')
+    assert list(dd) == ['train'] and len(dd['train']) == 8
