@@ -12,7 +12,7 @@ from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from fastcore.basics import patch
-from .core import ConfigError, EndReason, Role
+from .core import ConfigError, EndReason, Role, derive_seed
 from .protocol import TOOLS, Rules, ToolCall, ToolResult
 from .engine import Engine, scenario_from_json, scenario_json
 from .agents import Agent, make_agent
@@ -26,7 +26,7 @@ from .sft import _step_file, load_lora_model, pick_backend, save_trained, torch_
 
 # %% auto #0
 __all__ = ['PY_TYPE', 'CARRIER', 'REWARDS', 'GRPO_CONFIGS', 'tool_method', 'BargainEnv', 'reply_calls', 'response_parser',
-           'grpo_tokenizer', 'grpo_rows', 'reward_parts', 'Rewards', 'train_grpo']
+           'grpo_tokenizer', 'grpo_rows', 'reward_parts', 'Rewards', 'reward_trend', 'train_grpo']
 
 # %% ../nbs/09c_grpo.ipynb #7671cd95
 PY_TYPE = {'number': float, 'string': str, 'integer': int, 'boolean': bool}
@@ -202,9 +202,9 @@ def _end_rollout(self: BargainEnv, completion: list | None = None):
 
 # %% ../nbs/09c_grpo.ipynb #8d73b176
 def grpo_rows(n: int, role: str = 'buyer', preset: str = DEFAULT_PRESET, seed: int = 0, rules: Rules = Rules()) -> list:
-    "`n` games for the model in `role`: prompt, scenario (JSON), seed, first mover and scenario index."
+    "`n` games for `role` (scenarios apart from a tournament's of the same seed): prompt, scenario, seed, mover, index."
     rows = []
-    for i, sc in enumerate(sample_scenarios(n, preset, seed)):
+    for i, sc in enumerate(sample_scenarios(n, preset, derive_seed(seed, 'grpo'))):
         fm = 'buyer' if i % 2 == 0 else 'seller'
         brief = Engine(sc, replace(rules, first_mover=fm), seed + i).brief(Role(role))
         prompt = [{'role': 'system', 'content': system_prompt(brief)}, {'role': 'user', 'content': ''}]
@@ -290,9 +290,9 @@ _QWEN = dict(scenarios=500, num_generations=8, batch=8, max_steps=250, lr=5e-6, 
              max_completion_length=8192, max_length=12288, temperature=1.0, beta=0.0, threads=0,
              load_in_4bit=True, checkpointing=True, preset=DEFAULT_PRESET)
 GRPO_CONFIGS = {
-    'tiny': dict(scenarios=16, num_generations=4, batch=8, max_steps=8, lr=2e-4, lora_r=16, lora_alpha=32,
+    'tiny': dict(scenarios=64, num_generations=8, batch=8, max_steps=32, lr=1e-3, lora_r=16, lora_alpha=32,
                  lora_dropout=0.0, target_modules='all-linear', max_completion_length=4096, max_length=8192,
-                 temperature=1.0, beta=0.0, threads=1, load_in_4bit=False, checkpointing=False, preset=DEFAULT_PRESET),
+                 temperature=1.0, beta=0.02, threads=1, load_in_4bit=False, checkpointing=False, preset=DEFAULT_PRESET),
     'qwen3-8b': {**_QWEN, 'model': 'Qwen/Qwen3-8B'},
     'qwen3-14b': {**_QWEN, 'model': 'Qwen/Qwen3-14B'},
 }
@@ -312,13 +312,30 @@ def _grpo_args(cfg: dict, out: Path, weights: list, seed: int, progress: bool):
 # %% ../nbs/09c_grpo.ipynb #6cc07c40
 def _report(tr, rewards: Rewards, t: float, cfg: dict, **info) -> dict:
     "What a GRPO run did: steps, time, the environment's share of it, and each step's logged measures."
-    keep = ('reward', 'reward_std', 'deal_rate', 'finished', 'invalid_calls', 'step_time', 'completions/mean_length')
+    keep = ('reward', 'reward_std', 'frac_reward_zero_std', 'grad_norm', 'kl', 'entropy', 'deal_rate', 'finished',
+            'invalid_calls', 'step_time', 'completions/mean_length')
     steps = [{k: round(v, 4) for k, v in h.items() if k in keep or k.startswith('rewards/')}
              for h in tr.state.log_history if 'reward' in h]
     return {**info, 'steps': tr.state.global_step, 'rollouts': rewards.n, 'seconds': round(t, 1),
             'seconds_per_step': round(t / max(1, tr.state.global_step), 2),
             'env_seconds': round(rewards.env_seconds, 4), 'env_share': round(rewards.env_seconds / t, 6),
             'config': cfg, 'log': steps}
+
+# %% ../nbs/09c_grpo.ipynb #3305d2d5
+def reward_trend(log: list[dict], n_perm: int = 2000, seed: int = 0) -> dict:
+    "Rise (last minus first quarter), slope per step with its permutation p-value, and mean frac_reward_zero_std."
+    import numpy as np
+    r = np.array([s['reward'] for s in log], float)
+    n, q = len(r), max(1, len(r) // 4)
+    x = np.arange(n) - (n - 1) / 2
+    def slope(y): return float(x @ (y - y.mean()) / max(1e-12, x @ x))
+    b, rng = slope(r), np.random.default_rng(seed)
+    p = (1 + sum(slope(rng.permutation(r)) >= b for _ in range(n_perm))) / (n_perm + 1) if n > 2 else None
+    zero = [s['frac_reward_zero_std'] for s in log if 'frac_reward_zero_std' in s]
+    return {'steps': n, 'first_quarter': round(float(r[:q].mean()), 4), 'last_quarter': round(float(r[-q:].mean()), 4),
+            'rise': round(float(r[-q:].mean() - r[:q].mean()), 4), 'slope': round(b, 5),
+            'p_value': None if p is None else round(p, 4),
+            'frac_reward_zero_std': round(float(np.mean(zero)), 3) if zero else None}
 
 # %% ../nbs/09c_grpo.ipynb #0847cedb
 def train_grpo(model_dir, out_dir, opponent: str = 'boulware', role: str = 'buyer', config: str = 'tiny',
@@ -345,5 +362,6 @@ def train_grpo(model_dir, out_dir, opponent: str = 'boulware', role: str = 'buye
     save_trained(tr.model, tok, out / 'model', merge=True, backend=be)
     rep = _report(tr, rewards, t, cfg, backend=be, opponent=opponent, role=role, reward=rewards.weights,
                   model=str(out / 'model'), rollouts_dir=str(out / 'rollouts'))
+    rep['trend'] = reward_trend(rep['log'])
     (out / 'grpo_report.json').write_text(json.dumps(rep, indent=1))
     return rep

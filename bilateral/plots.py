@@ -14,7 +14,8 @@ from .metrics import role_table, aggregate
 
 # %% auto #0
 __all__ = ['BANDS', 'ROLE_ORDER', 'ZOPA_ORDER', 'save_chart', 'offers_frame', 'price_path_chart', 'path_games', 'agent_order',
-           'leaderboard_chart', 'tier_chart', 'concession_curves', 'concession_chart', 'deal_rate_chart']
+           'leaderboard_chart', 'tier_chart', 'concession_curves', 'concession_chart', 'deal_rate_chart',
+           'learning_curve_chart']
 
 # %% ../nbs/11_plots.ipynb #5f496132
 def save_chart(chart: alt.TopLevelMixin, stem: str | Path, scale: float = 2.0) -> dict:
@@ -179,3 +180,16 @@ def deal_rate_chart(rows, n_boot: int = 1000) -> alt.FacetChart:
     y = alt.Y('deal:Q', title='deal rate', scale=alt.Scale(domain=[0, 1]))
     panel = alt.layer(base.mark_rule().encode(y='deal_lo:Q', y2='deal_hi:Q'), base.mark_point(filled=True).encode(y=y))
     return panel.properties(width=240, height=200).facet(column=alt.Column('role:N', title=None))
+
+# %% ../nbs/11_plots.ipynb #6e3be9c7
+def learning_curve_chart(log: list[dict], title: str = 'GRPO') -> alt.VConcatChart:
+    "Reward per step (band: ± one standard deviation over the step's rollouts), deal rate, invalid calls per game."
+    df = pd.DataFrame(log).reset_index(names='i')
+    df['step'] = df['step'] if 'step' in df else df['i'] + 1
+    df['lo'], df['hi'] = df['reward'] - df['reward_std'], df['reward'] + df['reward_std']
+    base = alt.Chart(df).encode(x=alt.X('step:Q', title='step')).properties(width=420, height=140)
+    reward = base.mark_area(opacity=0.25).encode(y='lo:Q', y2='hi:Q') + \
+        base.mark_line(point=True).encode(y=alt.Y('reward:Q', title='mean reward'), tooltip=['step', 'reward'])
+    panels = [base.mark_line(point=True).encode(y=alt.Y(f'{k}:Q', title=t), tooltip=['step', k])
+              for k, t in (('deal_rate', 'deal rate'), ('invalid_calls', 'invalid calls a game')) if k in df]
+    return alt.vconcat(reward.properties(title=title), *panels)

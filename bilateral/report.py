@@ -108,10 +108,11 @@ PROFILES = {
          'first_mover': 'alternate', 'findings': True},
         {'name': 'tiny', 'agents': [TINY_SPEC] + LADDER, 'games_per_pair': 4, 'preset': DEFAULT_PRESET, 'seed': 0,
          'self_play': False, 'first_mover': 'alternate', 'threads': 1},
-        {'name': 'teacher', 'agents': [f'narrated:{a}' for a in LADDER], 'games_per_pair': 8, 'preset': DEFAULT_PRESET,
-         'seed': 1, 'self_play': True, 'first_mover': 'alternate', 'report': False}],
-        'train': {'opponent': 'boulware', 'role': 'buyer', 'grpo_steps': 8, 'scenarios': 16, 'seed': 0,
-                  'unseen': ['linear', 'conceder', 'hardliner'], 'eval_games': 10}},
+        {'name': 'teacher', 'agents': [f'narrated:{a}' for a in LADDER], 'games_per_pair': 16, 'preset': 'dollars',
+         'seed': 1, 'self_play': True, 'first_mover': 'alternate', 'paired': False, 'report': False}],
+        'train': {'preset': 'dollars', 'opponent': 'boulware', 'role': 'buyer', 'grpo_steps': 32, 'scenarios': 64,
+                  'reward': 'share-invalid', 'seed': 0, 'unseen': ['linear', 'conceder'], 'eval_games': 14,
+                  'transfer_preset': DEFAULT_PRESET, 'transfer_games': 6}},
     'paper': {'concurrency': 32, 'n_boot': 1000, 'stages': [
         {'name': '', 'agents': ['openai:gpt-4.1', 'openai:o4-mini',
                                 'openai:claude-sonnet-4@https://api.anthropic.com/v1/',
@@ -193,7 +194,8 @@ def _stage_params(st: dict, d: Path, tiny: Path, concurrency: int) -> dict:
     "The tournament notebook's parameters for stage `st`, run in `d`."
     return {'agents': [a.replace('{tiny}', str(tiny)) for a in st['agents']], 'games_per_pair': st['games_per_pair'],
             'preset': st['preset'], 'seed': st['seed'], 'concurrency': concurrency, 'self_play': st['self_play'],
-            'first_mover': st.get('first_mover', 'alternate'), 'threads': st.get('threads', 0), 'out_dir': str(d)}
+            'first_mover': st.get('first_mover', 'alternate'), 'threads': st.get('threads', 0),
+            'paired': st.get('paired', True), 'out_dir': str(d)}
 
 # %% ../nbs/12_report.ipynb #f59f1405
 def _stage_follow(sp: dict, name: str) -> tuple:
@@ -212,19 +214,23 @@ def _build_tiny(run_dir: Path, tiny: Path, params: dict, progress: bool):
 # %% ../nbs/12_report.ipynb #0f05165b
 def _train(run_dir: Path, tr: dict, n_boot: int, progress: bool):
     "The training chain of a profile: base and SFT, GRPO, then the evaluation of the three, into `run_dir/training`."
-    d, seed = run_dir / 'training', tr['seed']
+    d, seed, preset = run_dir / 'training', tr['seed'], tr['preset']
     with tempfile.TemporaryDirectory() as tmp:
         f, g = Path(tmp) / 'sft.json', Path(tmp) / 'grpo.json'
         _execute('train_sft', d / 'train_sft.ipynb', {'out_dir': str(d), 'teacher_run': str(run_dir / 'teacher'),
-                 'strong_from': str(run_dir), 'seed': seed, 'progress_file': str(f)}, progress,
+                 'strong_from': str(run_dir), 'preset': preset, 'seed': seed, 'progress_file': str(f)}, progress,
                  (partial(_steps_done, f), 'base and SFT training', 'step'))
         gp = {'out_dir': str(d), 'opponent': tr['opponent'], 'role': tr['role'], 'max_steps': tr['grpo_steps'],
-              'scenarios': tr['scenarios'], 'seed': seed, 'progress_file': str(g)}
+              'scenarios': tr['scenarios'], 'reward': tr['reward'], 'preset': preset, 'seed': seed,
+              'progress_file': str(g)}
         _execute('train_grpo', d / 'train_grpo.ipynb', gp, progress, (partial(_steps_done, g), 'GRPO', 'step'))
     models = {'base': f"hf:{d / 'base'}", 'sft': f"hf:{d / 'sft'}", 'grpo': f"hf:{d / 'grpo' / 'model'}"}
-    _execute('evaluate', d / 'evaluate.ipynb', {'models': models, 'seen': [tr['opponent']], 'unseen': tr['unseen'],
-             'games_per_pair': tr['eval_games'], 'seed': seed, 'concurrency': 16, 'threads': 1, 'n_boot': n_boot,
-             'out_dir': str(d / 'evaluation')}, progress)
+    ev = {'models': models, 'seen': [tr['opponent']], 'unseen': tr['unseen'], 'seed': seed, 'concurrency': 16,
+          'threads': 1, 'n_boot': n_boot}
+    for name, p, n in (('evaluation', preset, tr['eval_games']), ('transfer', tr['transfer_preset'],
+                                                                  tr['transfer_games'])):
+        _execute('evaluate', d / f'{name}.ipynb', {**ev, 'preset': p, 'games_per_pair': n, 'out_dir': str(d / name)},
+                 progress)
 
 # %% ../nbs/12_report.ipynb #1ce97777
 def reproduce(profile: str = 'smoke', out_dir: str | Path | None = None, progress: bool = True, **overrides) -> Path:

@@ -7,15 +7,16 @@ Docs: https://github.com/bilateral-dev/bilateral/scenarios.html.md"""
 # %% ../nbs/01_scenarios.ipynb #279d4b92
 from __future__ import annotations
 import csv, io, json, math, random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from .core import CatalogError, ConfigError, Item, Scenario, derive_seed, to_cents
 
 # %% auto #0
-__all__ = ['COLUMNS', 'TIER_NAMES', 'PRESETS', 'DEFAULT_PRESET', 'RENAMED', 'parse_item', 'load_catalogue', 'default_catalogue',
-           'Tiers', 'fixed_width', 'value_model', 'make_scenario', 'sample_scenarios', 'zopa_bucket']
+__all__ = ['COLUMNS', 'TIER_NAMES', 'PRESETS', 'DEFAULT_PRESET', 'RENAMED', 'BANDS', 'parse_item', 'load_catalogue',
+           'default_catalogue', 'Tiers', 'fixed_width', 'in_band', 'value_model', 'make_scenario', 'sample_scenarios',
+           'zopa_bucket']
 
 # %% ../nbs/01_scenarios.ipynb #fdc38085
 COLUMNS = ('id', 'title', 'category', 'description', 'listing_price', 'low_price', 'high_price')
@@ -128,6 +129,17 @@ PRESETS = {'symmetric': _symmetric, 'list-high': _list_high, 'mixed': _mixed, 'n
 DEFAULT_PRESET = 'symmetric'
 RENAMED = {'always-zopa': 'list-high'}
 
+# %% ../nbs/01_scenarios.ipynb #159391ad
+PRESETS['dollars'] = _symmetric
+BANDS = {'dollars': (2_000, 10_000)}   # listing band in cents [low, high), prices in whole dollars
+
+def in_band(catalogue: tuple[Item, ...], preset: str) -> tuple[Item, ...]:
+    "The catalogue as preset `preset` sees it: for a banded preset, its items in the band, listed in whole dollars."
+    if preset not in BANDS: return catalogue
+    lo, hi = BANDS[preset]
+    whole = (replace(it, listing_price=round(it.listing_price / 100) * 100) for it in catalogue)
+    return tuple(it for it in whole if lo <= it.listing_price < hi)
+
 # %% ../nbs/01_scenarios.ipynb #9c2e6b1f
 def value_model(preset: str = DEFAULT_PRESET, zopa_width: float | None = None):
     "The draw function of a named preset, or of a fixed ZOPA width when `zopa_width` is given."
@@ -148,14 +160,16 @@ def make_scenario(item: Item, preset: str = DEFAULT_PRESET, seed: int = 0, tiers
     "The scenario of one item under a value model, drawn from its own seeded stream."
     rng = random.Random(derive_seed(seed, 'values', index, item.id))
     v, c = value_model(preset, zopa_width)(item, rng)
+    unit = 100 if preset in BANDS and zopa_width is None else 1     # whole dollars in a banded preset
+    v, c = (max(unit, round(x / unit) * unit) for x in (v, c))
     name = preset if zopa_width is None else f'width-{zopa_width:g}'
-    return Scenario(item, max(1, round(v)), max(1, round(c)), tiers.of(item.listing_price), name)
+    return Scenario(item, v, c, tiers.of(item.listing_price), name)
 
 # %% ../nbs/01_scenarios.ipynb #a1e5b7c9
 def sample_scenarios(n: int, preset: str = DEFAULT_PRESET, seed: int = 0, catalogue: tuple[Item, ...] | None = None,
                      tiers: Tiers = Tiers(), zopa_width: float | None = None, stratify: bool = True) -> list[Scenario]:
     "`n` reproducible scenarios; scenario `i` depends only on the seed, `i` and the preset."
-    catalogue = catalogue or default_catalogue()
+    catalogue = in_band(catalogue or default_catalogue(), preset)
     groups = _by_tier(catalogue, tiers)
     pool = sorted(catalogue, key=lambda it: it.id)
     out = []

@@ -6,13 +6,13 @@ Docs: https://github.com/bilateral-dev/bilateral/sft.html.md"""
 
 # %% ../nbs/09b_sft.ipynb #c9300a58
 from __future__ import annotations
-import asyncio, importlib.util, json, random, tempfile, time
+import asyncio, importlib.util, json, random, re, tempfile, time
 from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 import pandas as pd
 from .core import ConfigError, derive_seed
-from .protocol import FORMAT_ERRORS, openai_tools
+from .protocol import FORMAT_ERRORS, Rules, openai_tools
 from .play import play_game, run_sync
 from .chat import sendable, window_view
 from .store import Store
@@ -21,11 +21,12 @@ from .scenarios import sample_scenarios
 from .tiny import build_model, train_tokenizer
 
 # %% auto #0
-__all__ = ['TINY_WINDOW', 'ROLES', 'SFT_COLUMNS', 'SFT_CONFIGS', 'windows', 'sft_dataset', 'train_sft', 'torch_threads',
-           'ladder_conversations', 'build_tiny_model', 'reply_validity', 'tool_call_rate', 'role_rows',
-           'select_conversations', 'split_scenarios', 'conversation_dataset', 'sft_counts', 'save_sft_data',
-           'load_sft_data', 'sft_data', 'pick_backend', 'training_template', 'sft_tokens', 'load_lora_model',
-           'sft_trainer', 'save_trained', 'train_lora_sft', 'merge_adapter']
+__all__ = ['TINY_WINDOW', 'ROLES', 'SFT_COLUMNS', 'SFT_CONFIGS', 'windows', 'cuts', 'sft_dataset', 'train_sft', 'torch_threads',
+           'ladder_conversations', 'build_tiny_model', 'reply_validity', 'tool_call_rate', 'first_situations',
+           'first_offers', 'first_offer_scores', 'offer_curve', 'role_rows', 'select_conversations', 'split_scenarios',
+           'conversation_dataset', 'sft_counts', 'save_sft_data', 'load_sft_data', 'sft_data', 'pick_backend',
+           'training_template', 'sft_tokens', 'load_lora_model', 'sft_trainer', 'save_trained', 'train_lora_sft',
+           'teacher_forced_loss', 'merge_adapter']
 
 # %% ../nbs/09b_sft.ipynb #399a3ee3
 def windows(conv: list, window: int | None, per_conv: int, rng) -> list:
@@ -34,6 +35,13 @@ def windows(conv: list, window: int | None, per_conv: int, rng) -> list:
     idx = [i for i, m in enumerate(conv) if m['role'] == 'assistant']
     out = [window_view(conv[:i], window) + [conv[i]] for i in idx]
     return out if len(out) <= per_conv else [out[0]] + rng.sample(out[1:], per_conv - 1)
+
+# %% ../nbs/09b_sft.ipynb #b7e617b2
+def cuts(conv: list, first: int, whole: bool = False) -> list:
+    "The conversation cut after each of its first `first` replies (the history up to there), and whole if `whole`."
+    idx = [i for i, m in enumerate(conv) if m['role'] == 'assistant'][:first]
+    out = [conv[:i + 1] for i in idx]
+    return out + [conv] if whole and (not idx or idx[-1] < len(conv) - 1) else out
 
 # %% ../nbs/09b_sft.ipynb #13691615
 def sft_dataset(tok, conversations, max_length: int = 1536):
@@ -60,7 +68,8 @@ def _step_file(path: str):
 
 # %% ../nbs/09b_sft.ipynb #74bc6f8c
 def train_sft(model, tok, ds, epochs: float = 3, lr: float = 3e-3, batch: int = 8, max_length: int = 1536,
-              seed: int = 0, out_dir: str | None = None, checkpointing: bool = False, progress_file: str | None = None):
+              seed: int = 0, out_dir: str | None = None, checkpointing: bool = False, progress_file: str | None = None,
+              max_steps: int | None = None, callbacks: list | None = None):
     "Supervised fine-tuning with TRL on assistant tokens only; returns the final training loss."
     from trl import SFTConfig, SFTTrainer
     import torch
@@ -68,9 +77,9 @@ def train_sft(model, tok, ds, epochs: float = 3, lr: float = 3e-3, batch: int = 
                      per_device_train_batch_size=batch, max_length=max_length, bf16=False,
                      use_cpu=not torch.cuda.is_available(), report_to='none', logging_steps=10, save_strategy='no',
                      seed=seed, lr_scheduler_type='cosine', warmup_steps=10, disable_tqdm=True,
-                     gradient_checkpointing=checkpointing)
+                     gradient_checkpointing=checkpointing, max_steps=max_steps or -1)
     tr = SFTTrainer(model=model, args=args, train_dataset=ds, processing_class=tok,
-                    callbacks=[_step_file(progress_file)] if progress_file else None)
+                    callbacks=([_step_file(progress_file)] if progress_file else []) + (callbacks or []))
     return tr.train().training_loss
 
 # %% ../nbs/09b_sft.ipynb #d1039441
@@ -84,12 +93,14 @@ def torch_threads(n: int | None):
     finally: torch.set_num_threads(before)
 
 # %% ../nbs/09b_sft.ipynb #a3ffbcd3
-def ladder_conversations(n_games: int = 300, seed: int = 0) -> list:
-    "Both sides' conversations of `n_games` narrated ladder games."
-    pairs = [(b, s) for b in LADDER for s in LADDER]
-    scs = sample_scenarios(n_games, 'mixed', seed)
+def ladder_conversations(n_games: int = 300, seed: int = 0, preset: str = 'mixed', agents=None,
+                         first_mover: str = 'buyer') -> list:
+    "Both sides' conversations of `n_games` narrated games of `agents` (the ladder), each on a scenario of its own."
+    agents = list(agents or LADDER)
+    pairs, scs = [(b, s) for b in agents for s in agents], sample_scenarios(n_games, preset, seed)
+    def mover(i): return first_mover if first_mover != 'alternate' else ('buyer', 'seller')[i % 2]
     async def go():
-        return [await play_game(sc, f'narrated:{pairs[i % len(pairs)][0]}', f'narrated:{pairs[i % len(pairs)][1]}',
+        return [await play_game(sc, *(f'narrated:{a}' for a in pairs[i % len(pairs)]), Rules(first_mover=mover(i)),
                                 seed=derive_seed(seed, 'sft', i)) for i, sc in enumerate(scs)]
     return [c for g in run_sync(go()) for c in g.messages.values()]
 
@@ -97,25 +108,30 @@ TINY_WINDOW = 4   # the tiny model sees the system prompt, the opening and the l
 
 # %% ../nbs/09b_sft.ipynb #38e41ce3
 def build_tiny_model(out_dir: str | Path, n_games: int = 100, epochs: float = 1, seed: int = 0, vocab_size: int = 2048,
-                     window: int = TINY_WINDOW, per_conv: int = 8, max_length: int = 1024, lr: float = 3e-3,
-                     batch: int = 4, hidden: int = 128, threads: int = 1, progress_file: str | None = None) -> dict:
-    "Build, train and save the tiny model; return a report."
+                     window: int | None = TINY_WINDOW, per_conv: int = 8, max_length: int = 1024, lr: float = 3e-3,
+                     batch: int = 4, hidden: int = 128, layers: int = 4, threads: int = 1,
+                     progress_file: str | None = None, preset: str = 'mixed', agents=None, first: int | None = None,
+                     whole: float = 0.1, first_mover: str = 'buyer', max_steps: int | None = None,
+                     callbacks: list | None = None) -> dict:
+    "Build, train and save the tiny model (full history cut after `first` replies when `window` is None); a report."
     t0, out_dir, rng = time.perf_counter(), Path(out_dir), random.Random(seed)
-    convs = ladder_conversations(n_games, seed)
+    convs = ladder_conversations(n_games, seed, preset, agents, first_mover)
     tok = train_tokenizer(convs, vocab_size)
-    samples = [w for c in convs for w in windows(c, window, per_conv, rng)]
-    model = build_model(tok, hidden=hidden, seed=seed)
+    samples = [w for c in convs for w in (cuts(c, first, rng.random() < whole) if window is None and first
+                                          else windows(c, window, per_conv, rng))]
+    model = build_model(tok, hidden=hidden, layers=layers, seed=seed)
     model.generation_config.max_new_tokens = 96
     ds = sft_dataset(tok, samples, max_length)
     with torch_threads(threads):
         loss = train_sft(model, tok, ds, epochs=epochs, lr=lr, batch=batch, seed=seed, max_length=max_length,
-                         progress_file=progress_file)
+                         progress_file=progress_file, max_steps=max_steps, callbacks=callbacks)
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out_dir)
     tok.save_pretrained(out_dir)
     rep = {'params': sum(p.numel() for p in model.parameters()), 'vocab': len(tok), 'conversations': len(convs),
-           'samples': len(samples), 'window': window, 'epochs': epochs, 'threads': threads,
-           'final_loss': round(loss, 4), 'seconds': round(time.perf_counter() - t0, 1)}
+           'scenarios': n_games, 'samples': len(samples), 'tokens': sum(map(len, ds['input_ids'])), 'window': window,
+           'first': first, 'epochs': epochs, 'threads': threads, 'final_loss': round(loss, 4),
+           'seconds': round(time.perf_counter() - t0, 1)}
     (out_dir / 'bilateral_tiny.json').write_text(json.dumps(rep, indent=1))
     return rep
 
@@ -150,6 +166,70 @@ def tool_call_rate(spec: str, n_games: int = 21, seed: int = 0) -> dict:
     return {'games': len(games), 'replies': tot[0], 'well_formed': round(tot[1] / n, 4),
             'accepted': round(tot[2] / n, 4), 'deals': sum(g.outcome.deal for g in games),
             'end_reasons': sorted({g.outcome.reason.value for g in games})}
+
+# %% ../nbs/09b_sft.ipynb #491b56dc
+def first_situations(games) -> list[dict]:
+    "Each side's context before its first reply, when that reply was an offer: with the teacher's price."
+    out = []
+    for g in games:
+        for role, conv in g.messages.items():
+            i = next((k for k, m in enumerate(conv) if m['role'] == 'assistant'), None)
+            calls = [] if i is None else conv[i].get('tool_calls', [])
+            offer = next((c for c in calls if c['function']['name'] == 'make_offer'), None)
+            if offer is None: continue
+            out.append({'messages': conv[:i], 'role': role, 'listing': g.scenario.item.listing_price / 100,
+                        'teacher': json.loads(offer['function']['arguments'])['price']})
+    return out
+
+# %% ../nbs/09b_sft.ipynb #139c6c01
+_PRICE = re.compile(r'"price"\s*:\s*(-?\d+(?:\.\d+)?)')
+
+def _first_price(text: str) -> float | None:
+    m = _PRICE.search(text)
+    return float(m.group(1)) if m and float(m.group(1)) > 0 else None
+
+def first_offers(model, tok, situations: list[dict], batch: int = 32) -> list[float | None]:
+    "The first price a model writes, greedily, in each situation (None: no price)."
+    import torch
+    side, tok.padding_side, out = tok.padding_side, 'left', []
+    for i in range(0, len(situations), batch):
+        texts = [tok.apply_chat_template(s['messages'], tools=openai_tools(), add_generation_prompt=True,
+                                         tokenize=False) for s in situations[i:i + batch]]
+        enc = tok(texts, return_tensors='pt', padding=True, add_special_tokens=False)
+        with torch.no_grad():
+            gen = model.generate(**enc, max_new_tokens=40, do_sample=False, pad_token_id=tok.pad_token_id)
+        out += [_first_price(tok.decode(r, skip_special_tokens=False)) for r in gen[:, enc['input_ids'].shape[1]:]]
+    tok.padding_side = side
+    return out
+
+# %% ../nbs/09b_sft.ipynb #45232b4c
+def first_offer_scores(prices: list, situations: list[dict]) -> dict:
+    "How a model's first offers relate to the listing price and to the teacher's offers in the same situations."
+    import numpy as np
+    got = [(p, s['listing'], s['teacher']) for p, s in zip(prices, situations) if p]
+    n, r = max(1, len(prices)), [p / L for p, L, _ in got]
+    corr = np.corrcoef(np.log([p for p, *_ in got]), np.log([L for _, L, _ in got]))[0, 1] if len(got) > 2 else None
+    return {'n': len(prices), 'priced': round(len(got) / n, 3), 'band': round(sum(.3 <= x <= 1.7 for x in r) / n, 3),
+            'close': round(sum(abs(p / t - 1) <= .1 for p, _, t in got) / n, 3),
+            'corr': None if corr is None or not np.isfinite(corr) else round(float(corr), 3),
+            'anchor': round(float(np.median(r)), 3) if r else None}
+
+# %% ../nbs/09b_sft.ipynb #4e19a807
+def offer_curve(tok, situations: list[dict], every: int):
+    "A TrainerCallback scoring first offers on `situations` every `every` steps; its `rows` keep the curve."
+    from transformers import TrainerCallback
+    class OfferCurve(TrainerCallback):
+        rows = []
+        def on_step_end(self, args, state, control, model=None, **kw):
+            if state.global_step % every and state.global_step != state.max_steps: return
+            losses = [h['loss'] for h in state.log_history if 'loss' in h]
+            model.eval()
+            scores = first_offer_scores(first_offers(model, tok, situations), situations)
+            model.train()
+            self.rows.append({'step': state.global_step, 'loss': losses[-1] if losses else None, **scores})
+    cb = OfferCurve()
+    cb.rows = []
+    return cb
 
 # %% ../nbs/09b_sft.ipynb #dbd2d93b
 ROLES = ('buyer', 'seller')
@@ -328,6 +408,7 @@ def pick_backend(backend: str = 'auto') -> str:
 _LINEAR = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj']
 _QWEN = dict(lora_r=16, lora_alpha=16, lora_dropout=0.0, target_modules=_LINEAR, lr=2e-4, epochs=1, batch=1,
              grad_accum=8, max_length=8192, load_in_4bit=True, checkpointing=True, threads=None, expected_time=None,
+             first=None, whole=1.0,
              docs=['https://unsloth.ai/docs/get-started/fine-tuning-for-beginners/unsloth-requirements',
                    'https://qwen.readthedocs.io/en/latest/training/unsloth.html',
                    'https://unsloth.ai/docs/get-started/fine-tuning-llms-guide/lora-hyperparameters-guide'])
@@ -335,7 +416,7 @@ _QWEN = dict(lora_r=16, lora_alpha=16, lora_dropout=0.0, target_modules=_LINEAR,
 SFT_CONFIGS = {
     'tiny': dict(base_model=None, lora_r=16, lora_alpha=32, lora_dropout=0.0, target_modules=_LINEAR, lr=2e-3,
                  epochs=1, batch=1, grad_accum=2, max_length=4096, load_in_4bit=False, checkpointing=False, threads=1,
-                 gpu_memory_gb=None, expected_time=None, docs=[]),
+                 gpu_memory_gb=None, expected_time=None, docs=[], first=3, whole=1.0),
     'qwen3-8b': dict(_QWEN, base_model='Qwen/Qwen3-8B', gpu_memory_gb={'qlora_4bit_min': 6, 'lora_16bit_min': 22}),
     'qwen3-14b': dict(_QWEN, base_model='Qwen/Qwen3-14B', gpu_memory_gb={'qlora_4bit_min': 8.5, 'lora_16bit_min': 33}),
 }
@@ -347,15 +428,18 @@ def training_template(tok) -> str | None:
     return None if has_generation_markers(tok.chat_template) else get_training_chat_template(tok)
 
 # %% ../nbs/09b_sft.ipynb #11a8f6e1
-def sft_tokens(tok, split, max_length: int, chat_template: str | None = None):
-    "Token ids and assistant masks of a saved split's conversations, rendered as in tournaments, cut to `max_length`."
+def sft_tokens(tok, split, max_length: int, chat_template: str | None = None, first: int | None = None,
+               whole: float = 1.0, seed: int = 0):
+    "Token ids and assistant masks of a split's conversations as in tournaments (`first`: also their `cuts`)."
     from datasets import Dataset
-    rows = {'input_ids': [], 'assistant_masks': []}
+    rows, rng = {'input_ids': [], 'assistant_masks': []}, random.Random(seed)
     for m, t in zip(split['messages'], split['tools']):
-        enc = tok.apply_chat_template(sendable(json.loads(m)), tools=json.loads(t), chat_template=chat_template,
-                                      return_dict=True, return_assistant_tokens_mask=True)
-        rows['input_ids'].append(enc['input_ids'][:max_length])
-        rows['assistant_masks'].append(enc['assistant_masks'][:max_length])
+        conv = sendable(json.loads(m))
+        for c in cuts(conv, first, rng.random() < whole) if first else [conv]:
+            enc = tok.apply_chat_template(c, tools=json.loads(t), chat_template=chat_template, return_dict=True,
+                                          return_assistant_tokens_mask=True)
+            rows['input_ids'].append(enc['input_ids'][:max_length])
+            rows['assistant_masks'].append(enc['assistant_masks'][:max_length])
     return Dataset.from_dict(rows)
 
 # %% ../nbs/09b_sft.ipynb #b8292461
@@ -429,7 +513,7 @@ def train_lora_sft(model_dir, data_dir, out_dir, config: str = 'tiny', backend: 
     first = [sendable(json.loads(split[0]['messages'])), json.loads(split[0]['tools'])]
     same = template is None or tok.apply_chat_template(first[0], tools=first[1], tokenize=False) == \
         tok.apply_chat_template(first[0], tools=first[1], tokenize=False, chat_template=template)
-    ds = sft_tokens(tok, split, cfg['max_length'], template)
+    ds = sft_tokens(tok, split, cfg['max_length'], template, cfg['first'], cfg['whole'], seed)
     with torch_threads(cfg['threads']), _quiet():
         tr = sft_trainer(model, tok, ds, cfg, lora, max_steps, seed, progress_file)
         out = tr.train()
@@ -438,6 +522,22 @@ def train_lora_sft(model_dir, data_dir, out_dir, config: str = 'tiny', backend: 
            'seconds': round(time.perf_counter() - t0, 2)}
     (out_dir / 'bilateral_sft.json').write_text(json.dumps(rep, indent=1) + '\n')
     return rep
+
+# %% ../nbs/09b_sft.ipynb #f7edeaf1
+def teacher_forced_loss(model_dir, data_dir, split: str = 'test', max_length: int = 4096) -> float:
+    "Mean loss per assistant token of the model in `model_dir` on the saved split's conversations."
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+    ds, total, n = sft_tokens(tok, load_sft_data(data_dir)[split], max_length, training_template(tok)), 0.0, 0
+    with torch.no_grad():
+        for ids, mask in zip(ds['input_ids'], ds['assistant_masks']):
+            labels = torch.tensor([[t if m else -100 for t, m in zip(ids, mask)]])
+            k = sum(mask[1:])                  # the tokens the shifted loss counts
+            total += model(input_ids=torch.tensor([ids]), labels=labels).loss.item() * k
+            n += k
+    return total / max(1, n)
 
 # %% ../nbs/09b_sft.ipynb #222454f3
 def merge_adapter(adapter_dir, out_dir) -> Path:

@@ -6,7 +6,7 @@ Docs: https://github.com/bilateral-dev/bilateral/tiny.html.md"""
 
 # %% ../nbs/06d_tiny.ipynb #71435429
 from __future__ import annotations
-import json
+import json, re
 from .protocol import openai_tools
 
 # %% auto #0
@@ -49,29 +49,30 @@ TINY_TEMPLATE = _TINY_SYSTEM + """{% for m in messages -%}
 SPECIAL = ['<|endoftext|>', '<|im_start|>', '<|im_end|>', '<tool_call>', '</tool_call>', '<tool_response>',
            '</tool_response>']
 
-# %% ../nbs/06d_tiny.ipynb #41b43d2c
-def _plain(messages) -> str:
-    "A conversation as text, close to the template's rendering (enough to train a tokenizer)."
-    out = []
-    for m in messages:
-        calls = ''.join('<tool_call>{"name": "%s", "arguments": %s}</tool_call>'
-                        % (c['function']['name'], c['function']['arguments']) for c in m.get('tool_calls', []))
-        out.append(f"<|im_start|>{m['role']}\n{m.get('content') or ''}{calls}<|im_end|>\n")
-    return ''.join(out)
+# %% ../nbs/06d_tiny.ipynb #52a0fffd
+_MARKER = re.compile('|'.join(map(re.escape, SPECIAL)))
 
-# %% ../nbs/06d_tiny.ipynb #7143355f
+def _texts(conversations):
+    "The text between the special markers of each conversation rendered by the tiny template, with the tools."
+    from transformers.utils.chat_template_utils import render_jinja_template
+    tools = openai_tools()
+    for c in conversations:
+        text = render_jinja_template([c], tools=tools, chat_template=TINY_TEMPLATE)[0][0]
+        yield from (p for p in _MARKER.split(text) if p)
+
+# %% ../nbs/06d_tiny.ipynb #e3f2060d
 def train_tokenizer(conversations, vocab_size: int = 2048):
-    "A fast tokenizer with the tiny chat template, trained on the conversations."
+    "A fast tokenizer with the tiny chat template, trained on the conversations; one token per digit."
     from tokenizers import Tokenizer, models, pre_tokenizers, decoders, trainers
     from transformers import PreTrainedTokenizerFast
     tk = Tokenizer(models.BPE())
     lines = pre_tokenizers.Split('\n', 'merged_with_previous')
+    digits = pre_tokenizers.Digits(individual_digits=True)
     spans = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
-    tk.pre_tokenizer, tk.decoder = pre_tokenizers.Sequence([lines, spans]), decoders.ByteLevel()
-    texts = [_plain(c) for c in conversations] + [json.dumps(openai_tools())]
+    tk.pre_tokenizer, tk.decoder = pre_tokenizers.Sequence([lines, digits, spans]), decoders.ByteLevel()
     bpe = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL, show_progress=False,
                               initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tk.train_from_iterator(texts, bpe)
+    tk.train_from_iterator(_texts(conversations), bpe)
     tok = PreTrainedTokenizerFast(tokenizer_object=tk, eos_token='<|im_end|>', pad_token='<|endoftext|>',
                                   additional_special_tokens=SPECIAL[1:])
     tok.chat_template = TINY_TEMPLATE

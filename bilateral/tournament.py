@@ -53,12 +53,12 @@ class TournamentSpec:
     rules: Rules = Rules()
     zopa_width: float | None = None   # fixed ZOPA width instead of the preset
     first_mover: str = 'alternate'    # 'buyer', 'seller', or 'alternate' between scenarios
+    paired: bool = True               # every pair plays the same scenarios; False: every game its own
 
     def __post_init__(self):
         object.__setattr__(self, 'agents', tuple(self.agents))
         if len(set(self.agents)) != len(self.agents): raise ConfigError(f'duplicate agent in {list(self.agents)}')
-        if not self.agents or self.games_per_pair < 1:
-            raise ConfigError('a tournament needs agents and games_per_pair >= 1')
+        if not self.agents or self.games_per_pair < 1: raise ConfigError('no agents, or games_per_pair < 1')
         if self.games_per_pair > MAX_GAMES_PER_PAIR:
             raise ConfigError(f'games_per_pair is {self.games_per_pair}; the limit is {MAX_GAMES_PER_PAIR:,}')
         if (n := self.n_games) > MAX_GAMES:
@@ -77,13 +77,16 @@ class TournamentSpec:
 def defining(self: TournamentSpec) -> dict:
     "The part of the spec that fixes what each game is."
     return {'preset': self.preset, 'zopa_width': self.zopa_width, 'seed': self.seed, 'rules': asdict(self.rules),
-            'first_mover': self.first_mover, 'catalogue': catalogue_fingerprint(), 'format': 2}
+            'first_mover': self.first_mover, 'catalogue': catalogue_fingerprint(), 'format': 2,
+            **({} if self.paired else {'paired': False})}
 
 # %% ../nbs/09_tournament.ipynb #441bf5b4
 @patch
 def to_json(self: TournamentSpec) -> dict:
     "The spec as a JSON-ready dict."
-    return {**asdict(self), 'agents': list(self.agents)}
+    d = {**asdict(self), 'agents': list(self.agents)}
+    if self.paired: del d['paired']      # as runs stored it before the option existed
+    return d
 
 # %% ../nbs/09_tournament.ipynb #3ff4957c
 @patch(cls_method=True)
@@ -123,14 +126,16 @@ def first_mover_of(first_mover: str, index: int) -> str:
 
 # %% ../nbs/09_tournament.ipynb #be7c5c35
 def plan(spec: TournamentSpec) -> Iterator[GameTask]:
-    "All games of a tournament, scenario by scenario."
+    "All games of a tournament, scenario by scenario (unpaired: game `i` of the `k`-th pair plays scenario `i·P + k`)."
     h = hashlib.blake2b(dumps(spec.defining()).encode(), digest_size=10).hexdigest()
-    scenarios = sample_scenarios(spec.games_per_pair, spec.preset, spec.seed, zopa_width=spec.zopa_width)
     pairs = pairings(spec.agents, spec.self_play)
-    for i, sc in enumerate(scenarios):
-        s = derive_seed(spec.seed, 'game', i)
-        rules = replace(spec.rules, first_mover=first_mover_of(spec.first_mover, i))
-        for b, e in pairs: yield GameTask(game_id(h, b, e, i), b, e, i, sc, s, rules)
+    rank, per = {p: k for k, p in enumerate(sorted(pairs))}, 1 if spec.paired else len(pairs)
+    scenarios = sample_scenarios(spec.games_per_pair * per, spec.preset, spec.seed, zopa_width=spec.zopa_width)
+    for i in range(spec.games_per_pair):
+        for b, e in pairs:
+            j = i if spec.paired else i * per + rank[(b, e)]
+            rules = replace(spec.rules, first_mover=first_mover_of(spec.first_mover, j))
+            yield GameTask(game_id(h, b, e, j), b, e, j, scenarios[j], derive_seed(spec.seed, 'game', j), rules)
 
 # %% ../nbs/09_tournament.ipynb #b975e34f
 class RunStopped(BilateralError):
@@ -364,6 +369,7 @@ async def run_tournament_async(spec: TournamentSpec, out_dir: str | Path, concur
     are recorded apart and played again by the next run; a refused key or unknown model stops the run (`RunStopped`).
     `workers` processes play the games (None: the cores, where that pays); this process alone writes the store."""
     _check_run(spec, concurrency, agent_limits, workers)
+    if extend and not spec.paired: raise ConfigError('an unpaired run cannot be extended (its scenarios would move)')
     with Store(out_dir) as store:
         store.claim(spec.defining(), spec.to_json(), extend)
         done, total = store.done_ids(), spec.n_games
