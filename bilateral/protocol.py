@@ -235,7 +235,7 @@ def make_offer(game, price: Price, note: Text = '') -> dict:
     or the other party accepts or rejects it.
 
     Args:
-        price: The price in dollars, a plain number such as 120 or 99.5.
+        price: The price in dollars, a plain number such as 120.00 or 99.50.
         note: An optional short message delivered with the offer.
     """
     theirs = game.drop_theirs() if game.rules.counter_rejects else None
