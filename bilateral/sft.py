@@ -208,23 +208,24 @@ def first_offer_scores(prices: list, situations: list[dict]) -> dict:
     import numpy as np
     got = [(p, s['listing'], s['teacher']) for p, s in zip(prices, situations) if p]
     n, r = max(1, len(prices)), [p / L for p, L, _ in got]
-    corr = np.corrcoef(np.log([p for p, *_ in got]), np.log([L for _, L, _ in got]))[0, 1] if len(got) > 2 else None
+    with np.errstate(invalid='ignore', divide='ignore'):   # a constant offer has no correlation
+        corr = np.corrcoef(np.log([p for p, *_ in got]), np.log([L for _, L, _ in got]))[0, 1] if len(got) > 2 else None
     return {'n': len(prices), 'priced': round(len(got) / n, 3), 'band': round(sum(.3 <= x <= 1.7 for x in r) / n, 3),
             'close': round(sum(abs(p / t - 1) <= .1 for p, _, t in got) / n, 3),
             'corr': None if corr is None or not np.isfinite(corr) else round(float(corr), 3),
             'anchor': round(float(np.median(r)), 3) if r else None}
 
 # %% ../nbs/09b_sft.ipynb #4e19a807
-def offer_curve(tok, situations: list[dict], every: int):
+def offer_curve(situations: list[dict], every: int):
     "A TrainerCallback scoring first offers on `situations` every `every` steps; its `rows` keep the curve."
     from transformers import TrainerCallback
     class OfferCurve(TrainerCallback):
         rows = []
-        def on_step_end(self, args, state, control, model=None, **kw):
+        def on_step_end(self, args, state, control, model=None, processing_class=None, **kw):
             if state.global_step % every and state.global_step != state.max_steps: return
             losses = [h['loss'] for h in state.log_history if 'loss' in h]
             model.eval()
-            scores = first_offer_scores(first_offers(model, tok, situations), situations)
+            scores = first_offer_scores(first_offers(model, processing_class, situations), situations)
             model.train()
             self.rows.append({'step': state.global_step, 'loss': losses[-1] if losses else None, **scores})
     cb = OfferCurve()
