@@ -1,4 +1,4 @@
-"""Paired comparisons, Bradley–Terry ratings, breakdowns by tier and ZOPA width, behaviour, proportionality.
+"""Paired comparisons, Bradley–Terry ratings, breakdowns by tier and ZOPA width, behaviour, proportionality, sanity.
 
 Docs: https://github.com/bilateral-dev/bilateral/analysis.html.md"""
 
@@ -12,7 +12,8 @@ import pandas as pd
 from .metrics import role_table, aggregate, bootstrap_ci
 
 # %% auto #0
-__all__ = ['BEHAVIOUR', 'paired_comparison', 'bradley_terry', 'breakdown', 'behaviour', 'tier_spread']
+__all__ = ['BEHAVIOUR', 'SANITY', 'paired_comparison', 'bradley_terry', 'breakdown', 'behaviour', 'tier_spread', 'sanity_by',
+           'sanity']
 
 # %% ../nbs/10_analysis.ipynb #f76ee5c8
 def _paired_wide(rows, role: str, measure: str) -> pd.DataFrame:
@@ -155,3 +156,62 @@ def tier_spread(rows, n_perm: int = 1000, seed: int = 0, measure: str = 'share',
     out = [_tier_row(a, r, g, measure, rng, n_perm, n_boot, seed) for (a, r), g in rt.groupby(['agent', 'role'])]
     if not out: return pd.DataFrame(columns=_tier_columns(measure))
     return pd.DataFrame(out).sort_values(['role', 'spread']).reset_index(drop=True)
+
+# %% ../nbs/10_analysis.ipynb #b3bac9aa
+def _log_fit(first: pd.Series, listing: pd.Series) -> tuple[float, float]:
+    "Correlation and slope of log first offer on log listing price; 0 if the offers never move, missing if L doesn't."
+    ok = (first > 0) & (listing > 0)
+    x, y = np.log(listing[ok].to_numpy(float)), np.log(first[ok].to_numpy(float))
+    if len(x) < 3 or np.ptp(x) == 0: return math.nan, math.nan
+    if np.ptp(y) == 0: return 0.0, 0.0
+    c = np.cov(x, y)
+    return float(c[0, 1] / math.sqrt(c[0, 0] * c[1, 1])), float(c[0, 1] / c[0, 0])
+
+# %% ../nbs/10_analysis.ipynb #b1a0be0b
+def _share_of(part: pd.Series, whole: float) -> float:
+    "The sum of `part` over `whole`; missing where `part` was never measured or `whole` is 0."
+    n = part.sum(min_count=1)
+    return float(n / whole) if whole and not pd.isna(n) else math.nan
+
+# %% ../nbs/10_analysis.ipynb #3c6c5c7c
+def _first_stats(g: pd.DataFrame) -> dict:
+    "First offer over L (median, 10th and 90th percentiles), its fit to L, and distinct first offers per item."
+    ratio = g['anchor_list'].dropna()
+    f = g.loc[ratio.index]
+    first = (ratio * f['listing_price']).round(2)
+    q = ratio.quantile([0.5, 0.1, 0.9]).tolist() if len(ratio) else [math.nan] * 3
+    r, slope = _log_fit(first, f['listing_price'])
+    items, distinct = f['item_id'].nunique(), first.nunique()
+    return {'first_n': len(ratio), 'first_list_median': q[0], 'first_list_p10': q[1], 'first_list_p90': q[2],
+            'log_corr': r, 'log_slope': slope, 'items': items, 'distinct_first': distinct,
+            'distinct_per_item': distinct / items if items else math.nan}
+
+# %% ../nbs/10_analysis.ipynb #bd99acc2
+def _offer_stats(g: pd.DataFrame) -> dict:
+    "Offers beyond the own reservation and absurd ones (shares of offers), IR violations (of deals), invalid calls."
+    offers, deals = int(g['n_offers'].sum()), int(g['deal'].sum())
+    return {'offers': offers, 'beyond_share': _share_of(g['offers_beyond'], offers),
+            'absurd_share': _share_of(g['offers_absurd'], offers), 'deals': deals,
+            'ir_of_deals': _share_of(g['ir_violation'].astype(float), deals),
+            'invalid_per_game': float(g['invalid_calls'].mean())}
+
+# %% ../nbs/10_analysis.ipynb #c64dccc0
+SANITY = ['games', 'deal_rate', 'first_n', 'first_list_median', 'first_list_p10', 'first_list_p90', 'log_corr',
+          'log_slope', 'items', 'distinct_first', 'distinct_per_item', 'offers', 'beyond_share', 'absurd_share',
+          'deals', 'ir_of_deals', 'invalid_per_game']
+
+def sanity_by(rt: pd.DataFrame, by: tuple) -> pd.DataFrame:
+    "The bargaining-sanity measures of each group of the role table `rt` by the columns `by`, in the order met."
+    out = [{**dict(zip(by, key)), 'games': len(g), 'deal_rate': float(g['deal'].mean()), **_first_stats(g),
+            **_offer_stats(g)} for key, g in rt.groupby(list(by), sort=False)]
+    return pd.DataFrame(out, columns=[*by, *SANITY])
+
+# %% ../nbs/10_analysis.ipynb #de3909b9
+_ROLES = {'buyer': 0, 'seller': 1, 'both': 2}
+
+def sanity(rows) -> pd.DataFrame:
+    "Per agent in each role and over both: first offers against L, offers past the reservation or absurd, IR, invalid."
+    rt = role_table(rows)
+    rt = pd.concat([rt, rt.assign(role='both')], ignore_index=True)
+    rt = rt.sort_values(['agent', 'role'], key=lambda s: s.map(_ROLES) if s.name == 'role' else s, kind='stable')
+    return sanity_by(rt, ('agent', 'role')).reset_index(drop=True)

@@ -168,7 +168,8 @@ def cmd_report(a) -> str:
     head = format_leaderboard(rep['tables']['leaderboard'], display_name)
     head += '\n\nBradley-Terry rating (Elo scale, 95% CI)\n'
     d = Path(a.run_dir)
-    wrote = f"\n\nwrote {len(rep['tables'])} tables to {d / 'tables'}, {len(rep['figures'])} figures to {d / 'figures'}"
+    wrote = (f"\n\nwrote {len(rep['tables'])} tables to {d / 'tables'} (each agent's bargaining sanity: sanity.csv), "
+             f"{len(rep['figures'])} figures to {d / 'figures'}")
     return gap + head + ratings + wrote + (f", the page {rep['page']}" if rep['page'] else '')
 
 def _add_report(sub):

@@ -16,15 +16,16 @@ from .metrics import bootstrap_ci, role_table
 from .store import Store
 from .play import run_sync
 from .tournament import TournamentSpec, run_tournament_async
-from .analysis import BEHAVIOUR, tier_spread
+from .analysis import BEHAVIOUR, tier_spread, sanity_by
 from .findings import paired_gap
 from .plots import ROLE_ORDER, save_chart
 
 # %% auto #0
-__all__ = ['GROUPS', 'OUTCOMES', 'BEHAVIOUR_MEASURES', 'TIERS', 'BEHAVIOUR_SHOWN', 'eval_runs', 'eval_spec', 'play_runs_async',
-           'play_runs', 'eval_rows', 'model_roles', 'clustered', 'outcome_table', 'headline', 'direction', 'model_gaps',
-           'tier_table', 'behaviour_table', 'eval_tables', 'ci_chart', 'tier_chart', 'eval_figures', 'markdown_table',
-           'findings', 'write_evaluation', 'evaluate']
+__all__ = ['GROUPS', 'OUTCOMES', 'IR_FLAG', 'BEHAVIOUR_MEASURES', 'TIERS', 'BEHAVIOUR_SHOWN', 'SANITY_SHOWN', 'eval_runs',
+           'eval_spec', 'play_runs_async', 'play_runs', 'eval_rows', 'model_roles', 'clustered', 'outcome_table',
+           'headline', 'sanity_table', 'sanity_flags', 'direction', 'model_gaps', 'tier_table', 'behaviour_table',
+           'eval_tables', 'ci_chart', 'tier_chart', 'eval_figures', 'markdown_table', 'findings', 'write_evaluation',
+           'evaluate']
 
 # %% ../nbs/11b_evaluate.ipynb #f6c43acf
 def _check_models(models: dict, seen: list, unseen: list):
@@ -144,20 +145,49 @@ def headline(table: pd.DataFrame, role: str = 'both', measures=('share', 'deal')
     cols = [f'{g} {m}' for g in GROUPS if g in set(t['group']) for m in measures]
     return pd.Series(cells).unstack().reindex(index=list(dict.fromkeys(t['model'])), columns=cols)
 
+# %% ../nbs/11b_evaluate.ipynb #c426210c
+def sanity_table(rows: pd.DataFrame) -> pd.DataFrame:
+    "Per model, group and role (and both roles): first offers against L, offers out of range, IR, invalid calls."
+    rt = model_roles(rows)
+    both = pd.concat([rt, rt.assign(role='both')], ignore_index=True)
+    return _ordered(sanity_by(both, ('model', 'group', 'role')), rows)
+
+# %% ../nbs/11b_evaluate.ipynb #56fd4747
+IR_FLAG = 0.1   # a model whose deals break IR for it more often than this (in a role) has its comparisons flagged
+
+def sanity_flags(sanity: pd.DataFrame, ir_max: float = IR_FLAG) -> dict:
+    "Why a model's comparisons in a group cannot be read, by (model, group): it never deals, or its deals break IR."
+    out = {}
+    for (m, grp), t in sanity[sanity['role'] != 'both'].groupby(['model', 'group'], sort=False):
+        never = t.loc[t['deals'] == 0, 'role'].tolist()
+        why = ['never closes a deal' + ('' if len(never) == len(t) else f' as {never[0]}')] if never else []
+        ir = [f'{r.ir_of_deals:.0%} of its deals as {r.role}' for r in t.itertuples() if r.ir_of_deals > ir_max]
+        if ir: why.append(f"breaks IR in {', '.join(ir)}")
+        if why: out[(m, grp)] = ' and '.join(why)
+    return out
+
 # %% ../nbs/11b_evaluate.ipynb #7ae3809e
-def direction(lo: float, hi: float) -> str:
-    "What an interval of a difference supports: 'higher' (above 0), 'lower' (below 0), else 'no clear difference'."
+def direction(lo: float, hi: float, flag: str | None = None) -> str:
+    "What an interval of a difference supports ('higher', 'lower', 'no clear difference'); 'flagged: ...' with a flag."
+    if flag: return f'flagged: {flag}'
     return 'higher' if lo > 0 else 'lower' if hi < 0 else 'no clear difference'
 
-def model_gaps(rows: pd.DataFrame, reference: str | None = None, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
-    "Each model minus the reference (default: the first), paired on role, opponent and scenario, per group."
+def _gap_flag(flags: dict, model: str, ref: str, group: str) -> str | None:
+    "Why the comparison of `model` with `ref` in `group` cannot be read (the flags of either), or None."
+    return '; '.join(f'{m} {flags[(m, group)]}' for m in (model, ref) if (m, group) in flags) or None
+
+def model_gaps(rows: pd.DataFrame, reference: str | None = None, n_boot: int = 1000, seed: int = 0,
+               sanity: pd.DataFrame | None = None) -> pd.DataFrame:
+    "Each model minus the reference (default: the first), paired on role, opponent and scenario, per group; flagged."
     labels = list(dict.fromkeys(rows['model']))
     ref = reference or labels[0]
     out = [{'group': grp, **paired_gap(g, a, ref, m, n_boot, seed)} for grp, g in rows.groupby('group', sort=False)
            for a in labels if a != ref for m in ('share', 'deal')]
     cols = ['group', 'a', 'b', 'measure', 'diff', 'lo', 'hi', 'pairs', 'scenarios']
     gaps = pd.DataFrame(out, columns=cols).rename(columns={'a': 'model', 'b': 'reference'})
-    return _ordered(gaps.assign(direction=[direction(lo, hi) for lo, hi in zip(gaps['lo'], gaps['hi'])]), rows)
+    flags = sanity_flags(sanity_table(rows) if sanity is None else sanity)
+    dirs = [direction(r.lo, r.hi, _gap_flag(flags, r.model, r.reference, r.group)) for r in gaps.itertuples()]
+    return _ordered(gaps.assign(direction=dirs), rows)
 
 # %% ../nbs/11b_evaluate.ipynb #53d70d90
 def tier_table(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
@@ -177,9 +207,10 @@ def behaviour_table(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd
 
 # %% ../nbs/11b_evaluate.ipynb #5bc3264a
 def eval_tables(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0, reference: str | None = None) -> dict:
-    "The evaluation's tables: outcomes, paired gaps against the reference, tiers, behaviour."
-    return {'outcomes': outcome_table(rows, n_boot, seed), 'gaps': model_gaps(rows, reference, n_boot, seed),
-            'tiers': tier_table(rows, n_boot, seed), 'behaviour': behaviour_table(rows, n_boot, seed)}
+    "The evaluation's tables: outcomes, gaps against the reference (flagged by sanity), tiers, behaviour, sanity."
+    san = sanity_table(rows)
+    return {'outcomes': outcome_table(rows, n_boot, seed), 'gaps': model_gaps(rows, reference, n_boot, seed, san),
+            'tiers': tier_table(rows, n_boot, seed), 'behaviour': behaviour_table(rows, n_boot, seed), 'sanity': san}
 
 # %% ../nbs/11b_evaluate.ipynb #50e72834
 def _long(table: pd.DataFrame, measures) -> pd.DataFrame:
@@ -239,8 +270,11 @@ def _gap_sentence(r) -> str:
             f'over {r.scenarios} scenarios ({r.direction})')
 
 def findings(tables: dict) -> list[str]:
-    "The paired gaps and the tier spreads as sentences, in whatever direction the numbers go."
-    out = [_gap_sentence(r) for r in tables['gaps'].itertuples()]
+    "The sanity flags, the paired gaps and the tier spreads as sentences, in whatever direction the numbers go."
+    flags = sanity_flags(tables['sanity']) if 'sanity' in tables else {}
+    out = [f'{m}, {grp} opponents: {why}; its comparisons are flagged, not read as higher or lower'
+           for (m, grp), why in flags.items()]
+    out += [_gap_sentence(r) for r in tables['gaps'].itertuples()]
     for (grp, role), t in tables['tiers'].groupby(['group', 'role'], sort=False):
         spreads = ', '.join(f'{r.model} {r.spread:.3f} (p = {r.p_value:.3f})' for r in t.itertuples())
         out.append(f'tier spread of share, {grp} opponents, {role}: {spreads}; '
@@ -248,6 +282,9 @@ def findings(tables: dict) -> list[str]:
     return out
 
 # %% ../nbs/11b_evaluate.ipynb #af11436d
+SANITY_SHOWN = ['model', 'group', 'role', 'games', 'deal_rate', 'first_list_median', 'first_list_p10', 'first_list_p90',
+                'log_corr', 'distinct_per_item', 'beyond_share', 'absurd_share', 'ir_of_deals', 'invalid_per_game']
+
 def _evaluation_md(tables: dict, said: list[str]) -> str:
     "The evaluation as markdown: the headline for both roles and each role, the gaps, the tiers, the sentences."
     parts = ['# Evaluation', '']
@@ -256,7 +293,8 @@ def _evaluation_md(tables: dict, said: list[str]) -> str:
                   markdown_table(headline(tables['outcomes'], role).reset_index(names='model')), '']
     gap_cols = ['model', 'reference', 'group', 'measure', 'diff', 'lo', 'hi', 'scenarios', 'direction']
     tier_cols = ['model', 'group', 'role', 'share_low', 'share_mid', 'share_high', 'spread', 'p_value']
-    parts += ['## Paired gaps against the reference', '', markdown_table(tables['gaps'][gap_cols]), '',
+    parts += ['## Bargaining sanity', '', markdown_table(tables['sanity'][SANITY_SHOWN]), '',
+              '## Paired gaps against the reference', '', markdown_table(tables['gaps'][gap_cols]), '',
               '## Share by price tier', '', markdown_table(tables['tiers'][tier_cols]), '', '## In words', '']
     return '\n'.join(parts + [f'- {s}' for s in said]) + '\n'
 
@@ -282,7 +320,8 @@ def _eval_summary(settings: dict, runs: list, played: list, rows: pd.DataFrame, 
     tier_cols = ['model', 'group', 'role', 'share_low', 'share_mid', 'share_high', 'spread', 'p_value']
     return {**settings, 'games': len(rows), 'planned': sum(p['games'] for p in played), 'runs': run_info,
             'outcomes': _records(tables['outcomes']), 'gaps': _records(tables['gaps']),
-            'tiers': _records(tables['tiers'][tier_cols]), 'findings': findings(tables), **files}
+            'tiers': _records(tables['tiers'][tier_cols]), 'sanity': _records(tables['sanity']),
+            'findings': findings(tables), **files}
 
 # %% ../nbs/11b_evaluate.ipynb #6a3b593f
 def evaluate(models: dict, seen: list, unseen: list, out_dir, games_per_pair: int = 20, seed: int = 0,

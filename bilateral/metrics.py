@@ -17,7 +17,7 @@ from .scenarios import zopa_bucket
 if TYPE_CHECKING: from bilateral.play import GameResult     # for annotations only: metrics sits below the game driver
 
 # %% auto #0
-__all__ = ['OUTCOME_METRICS', 'BEHAVIOUR_METRICS', 'METRICS', 'MEASURES', 'Metric', 'GameFacts', 'gather_facts',
+__all__ = ['OUTCOME_METRICS', 'ABSURD', 'BEHAVIOUR_METRICS', 'METRICS', 'MEASURES', 'Metric', 'GameFacts', 'gather_facts',
            'outcome_metrics', 'behaviours', 'role_behaviour', 'game_row', 'role_table', 'bootstrap_ci',
            'default_measures', 'aggregate', 'leaderboard', 'format_leaderboard']
 
@@ -179,6 +179,19 @@ def _first_concession(g: GameFacts, role: Role) -> tuple | None:
     c = g.concessions(role)
     return next(((i, e) for k, (i, e) in enumerate(g.offers[role][1:], 1) if c[k] > c[k - 1]), None)
 
+# %% ../nbs/07_metrics.ipynb #d77f77c5
+ABSURD = (0.1, 3.0)   # an offer outside [10 %, 300 %] of the listing price is absurd
+
+def _beyond(g: GameFacts, role: Role) -> int:
+    "The party's offers beyond its own reservation: a buyer's above its value, a seller's below its cost."
+    r = g.scenario.reservation(role)
+    return sum(_SIGN[role] * (e.price - r) > 0 for _, e in g.offers[role])
+
+def _absurd(g: GameFacts, role: Role) -> int:
+    "The party's offers below `ABSURD[0]` or above `ABSURD[1]` times the listing price."
+    L, (lo, hi) = g.scenario.item.listing_price, ABSURD
+    return sum(not lo * L <= e.price <= hi * L for _, e in g.offers[role])
+
 # %% ../nbs/07_metrics.ipynb #9ea14061
 _party = partial(Metric, per_role=True, kind='behaviour')
 
@@ -203,6 +216,8 @@ BEHAVIOUR_METRICS = [
     _party('proposed_worse', lambda g, role: g.proposed_worse[role]),
     _party('accepted_worse', lambda g, role: bool(g.accepted_worse[role])),
     _party('invalid_calls', lambda g, role: g.r.invalid[role.value], board=True),
+    _party('offers_beyond', _beyond, rank=1),
+    _party('offers_absurd', _absurd, rank=1),
 ]
 
 # %% ../nbs/07_metrics.ipynb #613c1df4
@@ -250,7 +265,7 @@ def game_row(r: GameResult, metrics: list[Metric] = METRICS) -> dict:
     return row
 
 # %% ../nbs/07_metrics.ipynb #4123b059
-_KEYS = ['seed', 'tier', 'zopa_width', 'has_zopa', 'listing_price']
+_KEYS = ['seed', 'item_id', 'tier', 'zopa_width', 'has_zopa', 'listing_price']
 
 def _by_rank(metrics: list[Metric]) -> list[Metric]:
     "Lower ranks first, then definition order."
@@ -259,7 +274,9 @@ def _by_rank(metrics: list[Metric]) -> list[Metric]:
 def _role_column(m: Metric, df: pd.DataFrame, d: pd.DataFrame, role: str) -> pd.Series:
     "One measure as a column of the role table of `role` (`d`, built so far) from the game rows `df`."
     if m.kind == 'table': return m.fn(d)
-    return df[f'{role}_{m.name}'] if m.per_role else df[m.name]
+    col = f'{role}_{m.name}' if m.per_role else m.name
+    if m.kind == 'behaviour' and col not in df: return pd.Series(math.nan, index=df.index)   # rows from before it
+    return df[col]
 
 # %% ../nbs/07_metrics.ipynb #03ad1121
 def _role_rows(df: pd.DataFrame, role: str, metrics: list[Metric]) -> pd.DataFrame:

@@ -22,7 +22,7 @@ from .tournament import TournamentSpec
 from .metrics import leaderboard
 from . import plots
 from .view import write_view, run_info
-from .analysis import paired_comparison, bradley_terry, breakdown, behaviour, tier_spread
+from .analysis import paired_comparison, bradley_terry, breakdown, behaviour, tier_spread, sanity
 
 # %% auto #0
 __all__ = ['MAX_BOOT', 'TINY_SPEC', 'PROFILES', 'EXPERIMENTS', 'report_tables', 'report_figures', 'write_report',
@@ -38,7 +38,8 @@ def report_tables(rows: pd.DataFrame, n_boot: int = 1000) -> dict[str, pd.DataFr
             'by_tier': breakdown(rows, 'tier', n_boot=n_boot),
             'by_zopa_width': breakdown(rows, 'zopa_width', n_boot=n_boot),
             'behaviour': behaviour(rows, n_boot=n_boot),
-            'tier_spread': tier_spread(rows, n_perm=n_boot)}
+            'tier_spread': tier_spread(rows, n_perm=n_boot),
+            'sanity': sanity(rows)}
 
 # %% ../nbs/12_report.ipynb #a8163415
 def _path_transcripts(store: Store, rows: pd.DataFrame, n_paths: int, pairs: list | None = None) -> list[dict]:

@@ -17,14 +17,14 @@ from .core import dumps
 from .store import Store, StoreError
 from .metrics import leaderboard
 from .agents import display_name
-from .analysis import bradley_terry, breakdown
+from .analysis import bradley_terry, breakdown, sanity
 from .tournament import TournamentSpec
 from . import plots
 
 # %% auto #0
-__all__ = ['COLORS', 'SUMMARY_COLS', 'CHUNK', 'INLINE_MB', 'LB_COLS', 'asset', 'price_path_svg', 'calls_table',
-           'conversation_html', 'game_html', 'GameView', 'show_game', 'pair_chart', 'game_table', 'game_chunks',
-           'view_charts', 'run_info', 'page_html', 'write_view']
+__all__ = ['COLORS', 'SUMMARY_COLS', 'CHUNK', 'SANITY_NOTE', 'INLINE_MB', 'LB_COLS', 'SANITY_COLS', 'asset', 'price_path_svg',
+           'calls_table', 'conversation_html', 'game_html', 'GameView', 'show_game', 'pair_chart', 'game_table',
+           'game_chunks', 'view_charts', 'run_info', 'page_html', 'write_view']
 
 # %% ../nbs/12b_view.ipynb #23b0817d
 def asset(name: str) -> str:
@@ -325,6 +325,12 @@ def _script_json(obj) -> str:
     return json.dumps(obj, separators=(',', ':'), allow_nan=False).replace('</', '<\\/')
 
 # %% ../nbs/12b_view.ipynb #6e9566af
+SANITY_NOTE = ('each agent in each role and over both: first offer over the listing price (median, 10th and 90th '
+               'percentiles); log_corr, the correlation of log first offer with log listing price (1 when openings '
+               'scale with the item, 0 for a constant price); distinct first offers per item; shares of its offers '
+               'beyond its own value or cost and below 10% or above 300% of the listing price; ir_of_deals, the '
+               'share of its deals that break individual rationality for it; invalid calls per game')
+
 def _page_body(data: dict) -> str:
     "The page's skeleton: the script fills it from the data."
     title = _esc(', '.join(map(display_name, (data['run']['spec'] or {}).get('agents', []))))
@@ -338,6 +344,8 @@ def _page_body(data: dict) -> str:
             f'<div class="card"><p class="muted">{note}</p><table class="data" id="leaderboard"></table>'
             '</div><div class="grid"><div class="card"><p class="muted">Bradley-Terry rating (Elo scale, 95% CI)</p>'
             '<table class="data" id="ratings"></table></div><div class="card" id="chart-pairs"></div></div>'
+            f'<h2>Bargaining sanity</h2><div class="card"><p class="muted">{SANITY_NOTE}</p>'
+            '<table class="data" id="sanity"></table></div>'
             f'<h2>Charts</h2><div class="grid">{charts}</div><h2>Games</h2><div class="card">'
             '<div class="filters" id="filters"></div><table class="data" id="games"></table>'
             '<div class="pager" id="pager"></div></div>'
@@ -362,12 +370,14 @@ INLINE_MB = 40
 # %% ../nbs/12b_view.ipynb #595b3ca9
 LB_COLS = ['role', 'agent', 'games', 'share', 'share_lo', 'share_hi', 'vs_self', 'gain_list', 'gain_list_lo',
            'gain_list_hi', 'share_if_deal', 'deal', 'ir_violation', 'invalid_calls']
+SANITY_COLS = ['agent', 'role', 'games', 'deal_rate', 'first_list_median', 'first_list_p10', 'first_list_p90',
+               'log_corr', 'distinct_per_item', 'beyond_share', 'absurd_share', 'ir_of_deals', 'invalid_per_game']
 
 # %% ../nbs/12b_view.ipynb #8e6e2638
 def _report_tables(rows: pd.DataFrame, n_boot: int) -> dict:
-    "The leaderboard, the share by tier and the Bradley-Terry ratings of a run."
+    "The leaderboard, the share by tier, the Bradley-Terry ratings and the bargaining sanity of a run."
     return {'leaderboard': leaderboard(rows, n_boot=n_boot), 'by_tier': breakdown(rows, 'tier', n_boot=n_boot),
-            'ratings': bradley_terry(rows, n_boot=max(50, n_boot // 5))}
+            'ratings': bradley_terry(rows, n_boot=max(50, n_boot // 5)), 'sanity': sanity(rows)}
 
 # %% ../nbs/12b_view.ipynb #23fd7177
 def _games_with_chunks(store: Store, rows: pd.DataFrame) -> tuple[dict, list[str], pd.DataFrame]:
@@ -380,13 +390,14 @@ def _games_with_chunks(store: Store, rows: pd.DataFrame) -> tuple[dict, list[str
 
 # %% ../nbs/12b_view.ipynb #46684722
 def _page_data(store: Store, rows: pd.DataFrame, tables: dict, n_boot: int) -> tuple[dict, list[str]]:
-    "The page's data (run, leaderboard, ratings, games, charts) and the compressed game views."
+    "The page's data (run, leaderboard, ratings, sanity, games, charts) and the compressed game views."
     table, chunks, curves = _games_with_chunks(store, rows)
-    ratings = tables['ratings']
+    ratings, san = tables['ratings'], tables['sanity'] if 'sanity' in tables else sanity(rows)
     data = {
         'run': run_info(store, rows),
         'leaderboard': _frame(tables['leaderboard'], LB_COLS),
         'ratings': _frame(ratings, list(ratings.columns)),
+        'sanity': _frame(san, SANITY_COLS),
         'games': table,
         'charts': view_charts(rows, tables, curves, n_boot),
     }
@@ -408,7 +419,7 @@ def _write_page(path: Path, data: dict, chunks: list[str]) -> Path:
 # %% ../nbs/12b_view.ipynb #2483b9d8
 def write_view(run_dir: str | Path, out: str | Path | None = None, n_boot: int = 200, tables: dict | None = None
                ) -> Path:
-    "Write the run's page (default `RUN_DIR/report.html`); reuse the report's `tables` (leaderboard, ratings, by_tier)."
+    "Write the run's page (default `RUN_DIR/report.html`); reuse the report's `tables` (leaderboard, ratings, ...)."
     run_dir = Path(run_dir)
     if not run_dir.is_dir(): raise StoreError(f'not a directory: {run_dir}')
     with Store(run_dir, create=False) as store:

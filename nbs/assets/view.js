@@ -191,6 +191,7 @@
   header();
   sortable($('#leaderboard'), D.leaderboard.cols, D.leaderboard.rows);
   sortable($('#ratings'), D.ratings.cols, D.ratings.rows);
+  if (D.sanity) sortable($('#sanity'), D.sanity.cols, D.sanity.rows);
   filters();
   games();
   charts();
