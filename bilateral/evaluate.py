@@ -251,10 +251,12 @@ def tier_chart(tiers: pd.DataFrame) -> alt.FacetChart:
 # %% ../nbs/11b_evaluate.ipynb #5cb358b0
 BEHAVIOUR_SHOWN = ('anchor', 'concession', 'concession_front', 't_first_concession', 'wait_s')
 
-def eval_figures(tables: dict, fig_dir) -> dict:
-    "Write the outcome, tier and behaviour figures; return {name: {'png', 'html'}}."
+def eval_figures(tables: dict, fig_dir, preset: str | None = None) -> dict:
+    "Write the outcome, tier and behaviour figures (titled with the scenarios' preset); return their paths."
     charts = {'outcomes': ci_chart(tables['outcomes']), 'share_by_tier': tier_chart(tables['tiers']),
               'behaviour': ci_chart(tables['behaviour'], BEHAVIOUR_SHOWN)}
+    if preset: charts = {n: ch.properties(title=f"{n.replace('_', ' ')}, {preset} scenarios") for n, ch in
+                         charts.items()}
     return {name: save_chart(ch, Path(fig_dir) / name) for name, ch in charts.items()}
 
 def markdown_table(df: pd.DataFrame, digits: int = 3) -> str:
@@ -285,9 +287,9 @@ def findings(tables: dict) -> list[str]:
 SANITY_SHOWN = ['model', 'group', 'role', 'games', 'deal_rate', 'first_list_median', 'first_list_p10', 'first_list_p90',
                 'log_corr', 'distinct_per_item', 'beyond_share', 'absurd_share', 'ir_of_deals', 'invalid_per_game']
 
-def _evaluation_md(tables: dict, said: list[str]) -> str:
+def _evaluation_md(tables: dict, said: list[str], preset: str | None = None) -> str:
     "The evaluation as markdown: the headline for both roles and each role, the gaps, the tiers, the sentences."
-    parts = ['# Evaluation', '']
+    parts = [f'# Evaluation{f", {preset} scenarios" if preset else ""}', '']
     for role in ('both', 'buyer', 'seller'):
         parts += [f'## Share and deal rate [95 % CI], {role} role{"s" if role == "both" else ""}', '',
                   markdown_table(headline(tables['outcomes'], role).reset_index(names='model')), '']
@@ -298,13 +300,15 @@ def _evaluation_md(tables: dict, said: list[str]) -> str:
               '## Share by price tier', '', markdown_table(tables['tiers'][tier_cols]), '', '## In words', '']
     return '\n'.join(parts + [f'- {s}' for s in said]) + '\n'
 
-def write_evaluation(out_dir, tables: dict, figures: bool = True) -> dict:
-    "Write tables/*.csv, evaluation.md and (with `figures`) figures/ under `out_dir`; return the paths written."
+def write_evaluation(out_dir, tables: dict, figures: bool = True, preset: str | None = None) -> dict:
+    "Write tables/*.csv (with a `preset` column when given), evaluation.md and figures/; return the paths written."
     out = Path(out_dir)
     (out / 'tables').mkdir(parents=True, exist_ok=True)
-    for name, df in tables.items(): df.to_csv(out / 'tables' / f'{name}.csv', index=False, float_format='%.6g')
-    (out / 'evaluation.md').write_text(_evaluation_md(tables, findings(tables)))
-    figs = eval_figures(tables, out / 'figures') if figures else {}
+    for name, df in tables.items():
+        (df.assign(preset=preset) if preset else df).to_csv(out / 'tables' / f'{name}.csv', index=False,
+                                                           float_format='%.6g')
+    (out / 'evaluation.md').write_text(_evaluation_md(tables, findings(tables), preset))
+    figs = eval_figures(tables, out / 'figures', preset) if figures else {}
     return {'tables': [f'tables/{n}.csv' for n in tables], 'markdown': 'evaluation.md',
             'figures': sorted(f'figures/{n}.png' for n in figs)}
 
@@ -336,7 +340,7 @@ def evaluate(models: dict, seen: list, unseen: list, out_dir, games_per_pair: in
                        concurrency=concurrency, progress=progress, workers=workers)
     rows = eval_rows(runs)
     tables = eval_tables(rows, n_boot, seed, reference)
-    files = write_evaluation(out_dir, tables, figures)
+    files = write_evaluation(out_dir, tables, figures, preset)
     settings = {'models': dict(models), 'seen': list(seen), 'unseen': list(unseen), 'games_per_pair': games_per_pair,
                 'seed': seed, 'preset': preset, 'first_mover': first_mover, 'n_boot': n_boot,
                 'reference': reference or next(iter(models))}

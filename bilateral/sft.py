@@ -217,7 +217,7 @@ def first_offer_scores(prices: list, situations: list[dict]) -> dict:
 
 # %% ../nbs/09b_sft.ipynb #4e19a807
 def offer_curve(situations: list[dict], every: int):
-    "A TrainerCallback scoring first offers on `situations` every `every` steps; its `rows` keep the curve."
+    "A TrainerCallback scoring first offers on `situations` (per role) every `every` steps; `rows` keep the curve."
     from transformers import TrainerCallback
     class OfferCurve(TrainerCallback):
         rows = []
@@ -225,9 +225,12 @@ def offer_curve(situations: list[dict], every: int):
             if state.global_step % every and state.global_step != state.max_steps: return
             losses = [h['loss'] for h in state.log_history if 'loss' in h]
             model.eval()
-            scores = first_offer_scores(first_offers(model, processing_class, situations), situations)
+            prices = first_offers(model, processing_class, situations)
             model.train()
-            self.rows.append({'step': state.global_step, 'loss': losses[-1] if losses else None, **scores})
+            for role in ('buyer', 'seller'):
+                got = [(p, s) for p, s in zip(prices, situations) if s['role'] == role]
+                self.rows.append({'step': state.global_step, 'loss': losses[-1] if losses else None, 'role': role,
+                                  **first_offer_scores(*zip(*got))})
     cb = OfferCurve()
     cb.rows = []
     return cb
