@@ -117,7 +117,7 @@ def cmd_tournament(a) -> str:
     from bilateral.tournament import TournamentSpec, run_tournament
     agents = tuple(x for x in a.agents.split(',') if x)
     spec = TournamentSpec(agents, a.games_per_pair, a.preset, a.seed, not a.no_self_play,
-                          first_mover=a.first_mover)
+                          first_mover=a.first_mover, paired=not a.unpaired)
     limits = _agent_limits(a.agent_limit)
     try: s = run_tournament(spec, a.out, concurrency=a.concurrency, agent_limits=limits, progress=not a.quiet,
                             extend=a.extend, workers=a.workers)
@@ -150,6 +150,7 @@ def _add_tournament(sub):
     t.add_argument('--agent-limit', action='append', default=[], metavar='AGENT=K',
                    help='at most K concurrent games of AGENT')
     t.add_argument('--no-self-play', action='store_true')
+    t.add_argument('--unpaired', action='store_true', help='a scenario per game (training data), not per pair')
     t.add_argument('--quiet', action='store_true')
     t.add_argument('--extend', action='store_true', help='add agents or games to the run already in --out')
     t.set_defaults(fn=cmd_tournament)
@@ -284,7 +285,8 @@ def cmd_train(a) -> str:
         if a.method == 'grpo':
             rep = train_grpo(a.model, out, opponent=a.opponent, role=a.role or 'buyer', config=a.config,
                              backend=a.backend, reward=a.reward, seed=a.seed, progress=True,
-                             **steps, **({'scenarios': a.scenarios} if a.scenarios else {}))
+                             **steps, **({'scenarios': a.scenarios} if a.scenarios else {}),
+                             **({'preset': a.preset} if a.preset else {}))
             return json.dumps(rep, indent=1)
         data = Path(a.data)
         if (data / 'games.sqlite').exists():
@@ -313,6 +315,7 @@ def _add_train(sub):
     t.add_argument('--opponent', default='boulware', help='grpo: the fixed agent the model plays against')
     t.add_argument('--reward', default='share', help='grpo: the reward variant')
     t.add_argument('--scenarios', type=int, default=None, help="grpo: scenarios to train on (the config's by default)")
+    t.add_argument('--preset', default=None, choices=list(PRESETS), help="grpo: their preset (the config's by default)")
     t.set_defaults(fn=cmd_train)
 
 # %% ../nbs/13_cli.ipynb #771b338a
