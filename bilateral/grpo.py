@@ -290,7 +290,7 @@ _QWEN = dict(scenarios=500, num_generations=8, batch=8, max_steps=250, lr=5e-6, 
              max_completion_length=8192, max_length=12288, temperature=1.0, beta=0.0, threads=0,
              load_in_4bit=True, checkpointing=True, preset=DEFAULT_PRESET)
 GRPO_CONFIGS = {
-    'tiny': dict(scenarios=64, num_generations=8, batch=8, max_steps=32, lr=1e-3, lora_r=16, lora_alpha=32,
+    'tiny': dict(scenarios=64, num_generations=4, batch=4, max_steps=30, lr=1e-3, lora_r=16, lora_alpha=32,
                  lora_dropout=0.0, target_modules='all-linear', max_completion_length=4096, max_length=8192,
                  temperature=1.0, beta=0.02, threads=1, load_in_4bit=False, checkpointing=False, preset=DEFAULT_PRESET),
     'qwen3-8b': {**_QWEN, 'model': 'Qwen/Qwen3-8B'},

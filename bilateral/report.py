@@ -111,9 +111,9 @@ PROFILES = {
          'self_play': False, 'first_mover': 'alternate', 'threads': 1},
         {'name': 'teacher', 'agents': [f'narrated:{a}' for a in LADDER], 'games_per_pair': 16, 'preset': 'dollars',
          'seed': 1, 'self_play': True, 'first_mover': 'alternate', 'paired': False, 'report': False}],
-        'train': {'preset': 'dollars', 'opponent': 'boulware', 'role': 'buyer', 'grpo_steps': 32, 'scenarios': 64,
+        'train': {'preset': 'dollars', 'opponent': 'boulware', 'role': 'buyer', 'grpo_steps': 6, 'scenarios': 64,
                   'reward': 'share-invalid', 'seed': 0, 'unseen': ['linear', 'conceder'], 'eval_games': 14,
-                  'transfer_preset': DEFAULT_PRESET, 'transfer_games': 6}},
+                  'transfer_preset': DEFAULT_PRESET, 'transfer_unseen': ['linear'], 'transfer_games': 4}},
     'paper': {'concurrency': 32, 'n_boot': 1000, 'stages': [
         {'name': '', 'agents': ['openai:gpt-4.1', 'openai:o4-mini',
                                 'openai:claude-sonnet-4@https://api.anthropic.com/v1/',
@@ -228,10 +228,10 @@ def _train(run_dir: Path, tr: dict, n_boot: int, progress: bool):
     models = {'base': f"hf:{d / 'base'}", 'sft': f"hf:{d / 'sft'}", 'grpo': f"hf:{d / 'grpo' / 'model'}"}
     ev = {'models': models, 'seen': [tr['opponent']], 'unseen': tr['unseen'], 'seed': seed, 'concurrency': 16,
           'threads': 1, 'n_boot': n_boot}
-    for name, p, n in (('evaluation', preset, tr['eval_games']), ('transfer', tr['transfer_preset'],
-                                                                  tr['transfer_games'])):
-        _execute('evaluate', d / f'{name}.ipynb', {**ev, 'preset': p, 'games_per_pair': n, 'out_dir': str(d / name)},
-                 progress)
+    for name, p, n, un in (('evaluation', preset, tr['eval_games'], tr['unseen']),
+                           ('transfer', tr['transfer_preset'], tr['transfer_games'], tr['transfer_unseen'])):
+        _execute('evaluate', d / f'{name}.ipynb', {**ev, 'preset': p, 'games_per_pair': n, 'unseen': un,
+                                                   'out_dir': str(d / name)}, progress)
 
 # %% ../nbs/12_report.ipynb #1ce97777
 def reproduce(profile: str = 'smoke', out_dir: str | Path | None = None, progress: bool = True, **overrides) -> Path:
