@@ -107,7 +107,7 @@ def ladder_conversations(n_games: int = 300, seed: int = 0, preset: str = 'mixed
 TINY_WINDOW = 4   # the tiny model sees the system prompt, the opening and the last 4 messages
 
 # %% ../nbs/09b_sft.ipynb #38e41ce3
-def build_tiny_model(out_dir: str | Path, n_games: int = 100, epochs: float = 1, seed: int = 0, vocab_size: int = 2048,
+def build_tiny_model(out_dir: str | Path, n_games: int = 100, epochs: float = 2, seed: int = 0, vocab_size: int = 2048,
                      window: int | None = TINY_WINDOW, per_conv: int = 8, max_length: int = 1024, lr: float = 3e-3,
                      batch: int = 4, hidden: int = 128, layers: int = 4, threads: int = 1,
                      progress_file: str | None = None, preset: str = 'mixed', agents=None, first: int | None = None,
