@@ -32,7 +32,7 @@ def test_reproduce_shows_training_steps(tmp_path, monkeypatch, capsys):
                                                         'tiny': {'n_games': 10, 'eval_games': 2, 'seed': 0}})
     run_dir = report.reproduce('tiny-only', tmp_path / 'run', progress=True)
     rep = json.loads((run_dir / 'tiny-model' / 'bilateral_tiny.json').read_text())
-    steps = math.ceil(rep['samples'] / 4)                              # one epoch of batches of 4
+    steps = math.ceil(rep['samples'] / 4) * int(rep['epochs'])         # the epochs of batches of 4
     seen = readings(capsys.readouterr().err, 'tiny model training')
     done = [d for d, _ in seen]
     assert seen and seen[-1] == (steps, steps) and done == sorted(done) and len(set(done)) >= 2, seen
