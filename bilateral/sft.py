@@ -6,7 +6,7 @@ Docs: https://github.com/bilateral-dev/bilateral/sft.html.md"""
 
 # %% ../nbs/09b_sft.ipynb #c9300a58
 from __future__ import annotations
-import asyncio, importlib.util, json, random, re, tempfile, time
+import asyncio, importlib.util, json, random, tempfile, time
 from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,6 +15,7 @@ from .core import ConfigError, derive_seed
 from .protocol import FORMAT_ERRORS, Rules, openai_tools
 from .play import play_game, run_sync
 from .chat import sendable, window_view
+from .local import parse_tool_calls
 from .store import Store
 from .strategies import LADDER
 from .scenarios import sample_scenarios
@@ -182,11 +183,12 @@ def first_situations(games) -> list[dict]:
     return out
 
 # %% ../nbs/09b_sft.ipynb #139c6c01
-_PRICE = re.compile(r'"price"\s*:\s*(-?\d+(?:\.\d+)?)')
-
 def _first_price(text: str) -> float | None:
-    m = _PRICE.search(text)
-    return float(m.group(1)) if m and float(m.group(1)) > 0 else None
+    "The price of a reply's first `make_offer` call, read as tournaments read replies (None: no positive price)."
+    call = next((c for c in parse_tool_calls(text)[1] if c['name'] == 'make_offer'), None)
+    try: price = json.loads(call['arguments']).get('price') if call else None
+    except (ValueError, AttributeError): return None
+    return float(price) if type(price) in (int, float) and price > 0 else None
 
 def first_offers(model, tok, situations: list[dict], batch: int = 32) -> list[float | None]:
     "The first price a model writes, greedily, in each situation (None: no price)."
@@ -220,7 +222,6 @@ def offer_curve(situations: list[dict], every: int):
     "A TrainerCallback scoring first offers on `situations` (per role) every `every` steps; `rows` keep the curve."
     from transformers import TrainerCallback
     class OfferCurve(TrainerCallback):
-        rows = []
         def on_step_end(self, args, state, control, model=None, processing_class=None, **kw):
             if state.global_step % every and state.global_step != state.max_steps: return
             losses = [h['loss'] for h in state.log_history if 'loss' in h]
@@ -228,9 +229,10 @@ def offer_curve(situations: list[dict], every: int):
             prices = first_offers(model, processing_class, situations)
             model.train()
             for role in ('buyer', 'seller'):
-                got = [(p, s) for p, s in zip(prices, situations) if s['role'] == role]
+                idx = [i for i, s in enumerate(situations) if s['role'] == role]
+                scores = first_offer_scores([prices[i] for i in idx], [situations[i] for i in idx])
                 self.rows.append({'step': state.global_step, 'loss': losses[-1] if losses else None, 'role': role,
-                                  **first_offer_scores(*zip(*got))})
+                                  **scores})
     cb = OfferCurve()
     cb.rows = []
     return cb
