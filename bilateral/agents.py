@@ -6,6 +6,7 @@ Docs: https://github.com/bilateral-dev/bilateral/agents.html.md"""
 
 # %% ../nbs/04_agents.ipynb #8072b765
 from __future__ import annotations
+import math, re
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Callable
@@ -15,7 +16,7 @@ from .core import BilateralError, ConfigError, EndReason
 from .protocol import Brief, Observation, ToolCall
 
 # %% auto #0
-__all__ = ['REGISTRY', 'REGISTERED_BY', 'LOAD_ERRORS', 'Agent', 'AgentStop', 'AgentKind', 'split_spec', 'register_agent',
+__all__ = ['REGISTRY', 'REGISTERED_BY', 'LOAD_ERRORS', 'Agent', 'AgentStop', 'Opt', 'AgentKind', 'split_spec', 'register_agent',
            'load_agent_kinds', 'agent_kind', 'check_spec', 'make_agent', 'display_name']
 
 # %% ../nbs/04_agents.ipynb #309cefc1
@@ -53,6 +54,51 @@ class AgentStop(BilateralError):
         super().__init__(message)
         self.reason = reason
 
+# %% ../nbs/04_agents.ipynb #fa8fc22b
+@dataclass(frozen=True)
+class Opt:
+    "One option of an agent kind, or its argument: a type and the values it allows, declared once beside the kind."
+    type: type = str
+    lo: float | None = None         # the smallest value allowed
+    hi: float | None = None         # the largest value allowed
+    above: bool = False             # the value must be strictly above `lo`
+    choices: tuple = ()             # the only values allowed
+    pattern: str = ''               # a regular expression the whole text must match
+    default: object = None          # the value when the option is not given
+
+    def allowed(self) -> str:
+        "The values allowed, in words."
+        if self.choices: return 'one of ' + ', '.join(map(str, self.choices))
+        what = {int: 'a whole number', float: 'a finite number'}.get(self.type, 'a text')
+        if self.pattern: what += f' matching {self.pattern}'
+        if self.lo is None and self.hi is None: return what
+        lo = '(-inf' if self.lo is None else f"{'(' if self.above else '['}{self.lo:g}"
+        return f"{what} in {lo}, {'inf)' if self.hi is None else f'{self.hi:g}]'}"
+
+# %% ../nbs/04_agents.ipynb #0c7929d6
+@patch
+def ok(self: Opt, x) -> bool:
+    "Whether the value `x` (already of this option's type) is allowed."
+    if self.choices: return x in self.choices
+    if self.type in (int, float):
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x): return False
+        low = self.lo is None or (x > self.lo if self.above else x >= self.lo)
+        return low and (self.hi is None or x <= self.hi)
+    return isinstance(x, str) and (not self.pattern or re.fullmatch(self.pattern, x) is not None)
+
+@patch
+def check(self: Opt, name: str, x):
+    "`x` when option `name` allows it, else `ConfigError` naming the option and the values it allows."
+    if not self.ok(x): raise ConfigError(f'option {name}={x!r} is not allowed: {name} must be {self.allowed()}')
+    return x
+
+@patch
+def read(self: Opt, name: str, text: str):
+    "The value of option `name` written as `text`, checked."
+    try: x = self.type(text)
+    except (ValueError, OverflowError): x = text
+    return self.check(name, x)
+
 # %% ../nbs/04_agents.ipynb #977f54a3
 @dataclass(frozen=True)
 class AgentKind:
@@ -62,9 +108,13 @@ class AgentKind:
     description: str
     arg: str = ''                   # what may follow `NAME:` (e.g. 'MODEL[@BASE_URL]'); '' when nothing may
     needs_arg: bool = False         # the argument is required
-    options: dict = field(default_factory=dict)   # option name -> type (int, float, str)
+    options: dict = field(default_factory=dict)   # option name -> Opt (a bare type T is read as Opt(T))
     ladder: bool = False            # part of the scripted strategy ladder
     short: Callable | None = None   # short(arg) -> the argument as a display name shows it
+    value: Opt | None = None        # the argument's type and range, when it is a value (a rate, a step)
+
+    def __post_init__(self):
+        object.__setattr__(self, 'options', {k: o if isinstance(o, Opt) else Opt(o) for k, o in self.options.items()})
 
     def usage(self) -> str:
         "The spec grammar of this kind, for help texts and error messages."
@@ -85,8 +135,7 @@ def _options(kind: AgentKind, spec: str, query: str) -> dict:
         if k not in kind.options:
             known = ', '.join(kind.options) or 'none'
             raise ConfigError(f"unknown option {k!r} in agent spec {spec!r}; options: {known}")
-        try: opts[k] = kind.options[k](v)
-        except ValueError: raise ConfigError(f'option {k}={v!r} is not a valid {kind.options[k].__name__}') from None
+        opts[k] = kind.options[k].read(k, v)
     return opts
 
 @patch
@@ -98,6 +147,7 @@ def parse(self: AgentKind, spec: str) -> tuple[str | None, dict]:
     if self.needs_arg and not arg: raise ConfigError(f'agent {self.name} needs an argument: {self.usage()}')
     if query is not None and not self.options:
         raise ConfigError(f'agent {self.name} takes no options, got {spec!r}')
+    if arg and self.value is not None: self.value.read(self.arg, arg)
     return arg or None, _options(self, spec, query or '')
 
 # %% ../nbs/04_agents.ipynb #b9435aeb

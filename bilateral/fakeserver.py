@@ -20,8 +20,11 @@ FAULTS = {
     'forbidden': '403', 'leaky': '401 whose message echoes the key', 'keyed': '401 unless the key is sk-good',
     'context': '400 context length exceeded', 'filter': 'content_filter', 'badbody': '200 with a body that is not JSON',
     'malformed': 'malformed tool calls in turn', 'truncated': 'a tool call cut off mid-arguments (finish length)',
-    'nullname': 'a tool call whose name is null', 'huge': 'a price of 400 digits', 'chatty': 'talks, calls no tool',
-    'reasoning': 'ok, with reasoning_content'}
+    'nullname': 'a tool call whose name is null', 'digits': 'a price of 400 digits', 'chatty': 'talks, calls no tool',
+    'reasoning': 'ok, with reasoning_content', 'trickle': 'a valid reply, one byte every 0.25 s',
+    'huge': 'plays, with 1 MB of text in every reply and usage reported as 15 tokens',
+    'later500': 'plays its first turn, then 500 (the same body) to every request',
+    'noisy': 'plays, with a price that moves on every request (a model that samples)'}
 
 # %% ../nbs/06b_fakeserver.ipynb #73dcd3af
 def _listing(messages) -> float:
@@ -63,13 +66,13 @@ def _parse_model(model: str) -> tuple[str, float]:
     return (m.group(1), int(m.group(2)) / 1000) if m else (model, 0.0)
 
 # %% ../nbs/06b_fakeserver.ipynb #7d2f8e05
-def _retry_error(kind: str, attempt: int, stats: Counter) -> tuple | None:
-    "The error of a fault that clears on a retry, or None when there is none (any more)."
+def _retry_error(kind: str, attempt: int, stats: Counter, turns: int = 0) -> tuple | None:
+    "The error of a fault that clears on a retry (or, `later500`, after the first of its `turns`), or None."
     if kind == 'ratelimit' and attempt <= 2: out = (429, 'slow down', None, {'Retry-After': '0.05'})
     elif kind == 'storm' and attempt <= 3: out = (429, 'slow down', None, None)
     elif kind == 'flaky' and attempt <= 1: out = (500, 'temporary failure', None, None)
     elif kind == 'burst' and stats['burst'] <= 12: out = (503, 'overloaded', None, None)
-    elif kind == 'always500': out = (500, 'internal server error', None, None)
+    elif kind == 'always500' or (kind == 'later500' and turns >= 1): out = (500, 'internal server error', None, None)
     else: return None
     stats['429' if out[0] == 429 else '500'] += 1
     return out
@@ -97,10 +100,18 @@ async def _hang():
     yield '{"id": "cmpl-1", "object": "chat.completion", "choices": ['
     await asyncio.sleep(3600)
 
+async def _trickle(body: str, every: float = 0.25):
+    for ch in body:
+        yield ch
+        await asyncio.sleep(every)
+
 # %% ../nbs/06b_fakeserver.ipynb #a7e1c5b9
-async def _broken(kind: str):
-    "The reply of a fault that breaks the transport (`timeout`, `hang`, `badbody`), or None."
+async def _broken(kind: str, model: str = 'ok', msgs: list = ()):
+    "The reply of a fault that breaks the transport (`timeout`, `hang`, `badbody`, `trickle`), or None."
     from fastapi.responses import PlainTextResponse, StreamingResponse
+    if kind == 'trickle':
+        body = json.dumps(completion(model, *play_reply(msgs)))
+        return StreamingResponse(_trickle(body), media_type='application/json')
     if kind == 'timeout':
         await asyncio.sleep(5)
         return _err(504, 'too late')
@@ -118,7 +129,7 @@ def _fault_reply(kind: str, model: str, msgs: list, n_in: int):
         return completion(model, 'oops', bad, n_in=n_in)
     if kind == 'truncated': return completion(model, None, [('make_offer', '{"price": 1')], 'length', n_in)
     if kind == 'nullname': return completion(model, None, [(None, '{"price": 10}')], n_in=n_in)
-    if kind == 'huge':
+    if kind == 'digits':
         calls = [('make_offer', '{"price": 1' + '0' * 400 + '}'), ('wait_for_response', '{}')]
         return completion(model, None, calls, n_in=n_in)
     if kind == 'chatty': return completion(model, 'Let me think about the market for this item. ' * 20, [], n_in=n_in)
@@ -126,8 +137,11 @@ def _fault_reply(kind: str, model: str, msgs: list, n_in: int):
 
 # %% ../nbs/06b_fakeserver.ipynb #c1d7e4a0
 def _play(kind: str, model: str, msgs: list, n_in: int, stats: Counter) -> dict:
-    "The `ok` policy's reply, with the reasoning of the `reasoning` kind."
+    "The `ok` policy's reply, with the reasoning of `reasoning`, the megabyte of `huge`, the moving price of `noisy`."
     content, calls = play_reply(msgs)
+    if kind == 'noisy' and calls[0][0] == 'make_offer':
+        calls = [('make_offer', {'price': round(calls[0][1]['price'] * (1 - stats['noisy'] % 7 / 100), 2)}), *calls[1:]]
+    if kind == 'huge': content, n_in = content + ' ' + 'x' * 2**20, 10
     out = completion(model, content, calls, n_in=n_in)
     if kind == 'reasoning':
         out['choices'][0]['message']['reasoning_content'] = 'private plan: never go above my value'
@@ -146,8 +160,9 @@ async def _answer(body: dict, headers, stats: Counter, attempts: Counter, state:
     if delay: await asyncio.sleep(delay)
     n_in = sum(len(str(x.get('content') or '')) for x in msgs) // 4
     if state['clear']: kind = 'ok'
-    if (e := _retry_error(kind, attempts[key], stats) or _refusal(kind, headers)) is not None: return _err(*e)
-    if (out := await _broken(kind)) is not None: return out
+    turns = sum(x.get('role') == 'assistant' for x in msgs)
+    if (e := _retry_error(kind, attempts[key], stats, turns) or _refusal(kind, headers)) is not None: return _err(*e)
+    if (out := await _broken(kind, model, msgs)) is not None: return out
     if (out := _fault_reply(kind, model, msgs, n_in)) is not None: return out
     return _play(kind, model, msgs, n_in, stats)
 
@@ -180,7 +195,9 @@ def make_app():
 
     @app.post('/v1/chat/completions')
     async def chat(req: Request):
-        return await _answer(await req.json(), req.headers, stats, attempts, state)
+        raw = await req.body()
+        stats['max_request_bytes'] = max(stats['max_request_bytes'], len(raw))
+        return await _answer(json.loads(raw), req.headers, stats, attempts, state)
     return app
 
 # %% ../nbs/06b_fakeserver.ipynb #d76d3d35

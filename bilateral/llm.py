@@ -6,7 +6,7 @@ Docs: https://github.com/bilateral-dev/bilateral/llm.html.md"""
 
 # %% ../nbs/06_llm.ipynb #50e61b3d
 from __future__ import annotations
-import asyncio, email.utils, hashlib, json, math, os, random, re, sqlite3, time, weakref
+import asyncio, contextvars, email.utils, hashlib, json, math, os, random, re, sqlite3, time, weakref
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -14,13 +14,13 @@ from urllib.parse import urlparse
 from fastcore.basics import patch
 from .core import ConfigError, EndReason, Unreachable, dumps
 from .protocol import Brief
-from .agents import AgentStop, register_agent
+from .agents import AgentStop, Opt, register_agent
 from .chat import PROMPT_NAME, ChatAgent, ChatLimits, Reply, prompt_hash
 
 # %% auto #0
-__all__ = ['KNOWN_KEYS', 'LOCAL_HOSTS', 'RETRY_STATUS', 'SAMPLING', 'OPTIONS', 'default_cache_path', 'LLMCache', 'price_table',
-           'cost_usd', 'key_env_for', 'AdaptiveLimiter', 'Endpoint', 'endpoint', 'retry_after', 'request',
-           'split_model', 'OpenAIAgent']
+__all__ = ['KNOWN_KEYS', 'LOCAL_HOSTS', 'MAX_REPLY_BYTES', 'RETRY_STATUS', 'SAMPLING', 'OPTIONS', 'default_cache_path',
+           'LLMCache', 'price_table', 'cost_usd', 'key_env_for', 'AdaptiveLimiter', 'ReplyTooLarge', 'Endpoint',
+           'endpoint', 'retry_after', 'request', 'split_model', 'OpenAIAgent']
 
 # %% ../nbs/06_llm.ipynb #5a71b562
 def default_cache_path() -> Path:
@@ -45,8 +45,12 @@ def get(self: LLMCache, key: str) -> Reply | None:
     return None if row is None else Reply(**{**json.loads(row[0]), 'cached': True, 'latency_s': 0.0})
 
 @patch
-def put(self: LLMCache, key: str, reply: Reply) -> None:
+def put(self: LLMCache, key: str, reply: Reply) -> Reply:
+    "Store `reply` unless the key has one; return the stored one (its text and calls), with this request's usage."
     self.con.execute('INSERT OR IGNORE INTO replies VALUES (?, ?)', (key, json.dumps(reply._asdict())))
+    s = self.get(key)
+    return reply._replace(content=s.content, tool_calls=s.tool_calls, finish_reason=s.finish_reason,
+                          reasoning=s.reasoning)
 
 # %% ../nbs/06_llm.ipynb #42bbfc73
 def price_table() -> dict:
@@ -100,6 +104,42 @@ def rate_limited(self: AdaptiveLimiter):
     now = time.monotonic()
     if now - self.last_cut > 1.0: self.limit, self.last_cut = max(self.floor, self.limit / 2), now
 
+# %% ../nbs/06_llm.ipynb #03ee898a
+MAX_REPLY_BYTES = 2 * 2**20     # the default cap on one reply (about 500,000 tokens of text)
+_MAX_REPLY = contextvars.ContextVar('max_reply_bytes', default=MAX_REPLY_BYTES)
+
+class ReplyTooLarge(Exception):
+    "A reply longer than the request's `max_reply_bytes`; it was not read to its end."
+
+def _httpx():
+    "The HTTP library of the installed openai client (httpx2 for openai >= 3.5, httpx before)."
+    try: import httpx2 as h
+    except ImportError: import httpx as h
+    return h
+
+# %% ../nbs/06_llm.ipynb #fc2f48ad
+def _capped_transport():
+    "An HTTP transport that stops reading a reply once it is longer than `_MAX_REPLY` bytes."
+    h = _httpx()
+    class Stream(h.AsyncByteStream):
+        def __init__(self, inner, cap): self.inner, self.cap = inner, cap
+        async def __aiter__(self):
+            n = 0
+            async for chunk in self.inner:
+                n += len(chunk)
+                if n > self.cap: raise ReplyTooLarge(f'the reply is longer than max_reply_bytes={self.cap}')
+                yield chunk
+        async def aclose(self): await self.inner.aclose()
+    class Capped(h.AsyncHTTPTransport):
+        async def handle_async_request(self, request):
+            r, cap = await super().handle_async_request(request), _MAX_REPLY.get()
+            if int(r.headers.get('content-length') or 0) > cap:
+                await r.aclose()
+                raise ReplyTooLarge(f'the reply has {r.headers["content-length"]} bytes; max_reply_bytes={cap}')
+            return h.Response(r.status_code, headers=r.headers, stream=Stream(r.stream, cap), extensions=r.extensions,
+                              request=request)
+    return Capped(limits=h.Limits(max_connections=1000, max_keepalive_connections=100))
+
 # %% ../nbs/06_llm.ipynb #451227d7
 class Endpoint:
     "One OpenAI-compatible server in one event loop."
@@ -110,9 +150,11 @@ class Endpoint:
         if key_env and not key:
             raise ConfigError(f'no API key: set the environment variable {key_env} for {base_url or "api.openai.com"}')
         self._secret = key
-        self.client = openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout)
+        http = openai.DefaultAsyncHttpxClient(transport=_capped_transport(), timeout=timeout)
+        self.client = openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout,
+                                         http_client=http)
         self.limiter = AdaptiveLimiter(concurrency)
-        self.dead, self.requests, self.ok = None, 0, 0
+        self.dead, self.requests, self.ok, self.timeout = None, 0, 0, timeout
 
 # %% ../nbs/06_llm.ipynb #6ba4c9bb
 @patch
@@ -185,33 +227,29 @@ class _Tries:
     last: str | None = None
     cause: str = 'server_error'
     delay: float | None = None
-    same: dict = field(default_factory=dict)
 
 # %% ../nbs/06_llm.ipynb #a1a5ec3b
 def _status_error(ep: Endpoint, e, st: _Tries):
-    "A retryable status noted in `st` (`_AGAIN`), None for the same 5xx again from a server that is up; else raise."
+    "A retryable status noted in `st` (`_AGAIN`); else raise `Unreachable`."
     if e.status_code == 429: ep.limiter.rate_limited()
     if e.status_code not in RETRY_STATUS and e.status_code < 500:
         why = f'HTTP {e.status_code} from the endpoint: {_detail(ep, e)}'
         raise Unreachable(f'http_{e.status_code}', why) from None
     st.last, st.delay = f'HTTP {e.status_code}', retry_after(e)
     st.cause = 'server_error' if e.status_code >= 500 else 'rate_limited'
-    if e.status_code >= 500:
-        d = _detail(ep, e)
-        st.same[d] = st.same.get(d, 0) + 1
-        if ep.ok and st.same[d] >= 2: return None
     return _AGAIN
 
 # %% ../nbs/06_llm.ipynb #fcdb9064
-async def _attempt(ep: Endpoint, kwargs: dict, st: _Tries):
-    "One try: (response, latency), None (the same server error again), or `_AGAIN` with what happened in `st`."
+async def _attempt(ep: Endpoint, kwargs: dict, st: _Tries, limit: float):
+    "One try, bounded by `limit` seconds in all: (response, latency), or `_AGAIN` with what happened in `st`."
     import openai
     from openai.types.chat import ChatCompletion
     st.delay = None
     t0 = time.perf_counter()
     ep.requests += 1
     try:
-        resp = await ep.client.post('/chat/completions', body=kwargs, cast_to=ChatCompletion)
+        async with asyncio.timeout(limit):
+            resp = await ep.client.post('/chat/completions', body=kwargs, cast_to=ChatCompletion)
         ep.limiter.success()
         ep.ok += 1
         return resp, time.perf_counter() - t0
@@ -222,31 +260,52 @@ async def _attempt(ep: Endpoint, kwargs: dict, st: _Tries):
         if _is_context_overflow(e):
             raise AgentStop(EndReason.CONTEXT_OVERFLOW, 'the conversation no longer fits the model context') from None
         raise Unreachable('bad_request', f'HTTP 400 from the endpoint: {_detail(ep, e)}') from None
+    except ReplyTooLarge as e: raise Unreachable('too_large', f'{ep.base_url or "api.openai.com"}: {e}') from None
     except openai.APIStatusError as e: return _status_error(ep, e, st)
-    except openai.APITimeoutError: st.last, st.cause = 'timeout', 'timeout'
+    except (openai.APITimeoutError, TimeoutError): st.last, st.cause = 'timeout', 'timeout'
     except openai.APIConnectionError: st.last, st.cause = 'connection error', 'connection'
     except (openai.APIError, ValueError) as e:
         st.last, st.cause = f'unreadable response: {type(e).__name__}', 'bad_response'
     return _AGAIN
 
 # %% ../nbs/06_llm.ipynb #209314be
-async def request(ep: Endpoint, kwargs: dict, retries: int = 6, rng: random.Random | None = None, cap: float = 30.0):
-    """One chat completion with retries: (response, latency); None when an endpoint that is up keeps refusing this
-    one reply with the same server error (the model's own malformed output); `Unreachable` when the model cannot be
-    reached."""
-    rng, st = rng or random.Random(), _Tries()
-    for attempt in range(retries + 1):
-        if ep.dead: raise Unreachable('refused', ep.dead, fatal=True)
-        async with ep.limiter:
-            got = await _attempt(ep, kwargs, st)
-        if got is not _AGAIN: return got
-        if attempt < retries: await asyncio.sleep(_backoff(attempt, rng, cap, st.delay))
+def _left(ep: Endpoint, deadline: float | None, wait: float = 0.0) -> float:
+    "Seconds the next try may take: the endpoint's timeout, or what is left of the game's `deadline` after `wait`."
+    if deadline is None: return ep.timeout
+    left = deadline - time.monotonic() - wait
+    if left <= 0:
+        raise Unreachable('timeout', f'{ep.base_url or "api.openai.com"}: the game reached its max_wall_s while '
+                          'waiting for the server')
+    return min(ep.timeout, left)
+
+async def request(ep: Endpoint, kwargs: dict, retries: int = 6, rng: random.Random | None = None, cap: float = 30.0,
+                  deadline: float | None = None, max_bytes: int = MAX_REPLY_BYTES):
+    "One chat completion with retries, within `deadline` and `max_bytes`: (response, latency), or `Unreachable`."
+    rng, st, token = rng or random.Random(), _Tries(), _MAX_REPLY.set(max_bytes)
+    try:
+        for attempt in range(retries + 1):
+            if ep.dead: raise Unreachable('refused', ep.dead, fatal=True)
+            async with ep.limiter:
+                got = await _attempt(ep, kwargs, st, _left(ep, deadline))
+            if got is not _AGAIN: return got
+            if attempt < retries:
+                wait = _backoff(attempt, rng, cap, st.delay)
+                _left(ep, deadline, wait)
+                await asyncio.sleep(wait)
+    finally: _MAX_REPLY.reset(token)
     raise Unreachable(st.cause, f'{ep.base_url or "api.openai.com"}: gave up after {retries + 1} attempts ({st.last})')
 
 # %% ../nbs/06_llm.ipynb #5922e64a
-SAMPLING = {'temperature': float, 'top_p': float, 'max_tokens': int, 'seed': int, 'reasoning_effort': str}
-OPTIONS = {**SAMPLING, 'key_env': str, 'concurrency': int, 'timeout': float, 'retries': int, 'cache': str,
-           'max_turns': int, 'max_game_tokens': int, 'max_wall_s': float, 'window': int}
+SAMPLING = {'temperature': Opt(float, 0, 2), 'top_p': Opt(float, 0, 1, above=True), 'max_tokens': Opt(int, 1, 10**7),
+            'seed': Opt(int, -2**63, 2**63 - 1),
+            'reasoning_effort': Opt(str, choices=('none', 'minimal', 'low', 'medium', 'high', 'xhigh'))}
+OPTIONS = {**SAMPLING, 'key_env': Opt(str, pattern=r'[A-Za-z_][A-Za-z0-9_]*'),
+           'concurrency': Opt(int, 1, 4096, default=64), 'timeout': Opt(float, 0, 3600, above=True, default=120.0),
+           'retries': Opt(int, 0, 20, default=6), 'cache': Opt(str, choices=('on', 'off'), default='on'),
+           'max_turns': Opt(int, 1, 10_000, default=100), 'max_game_tokens': Opt(int, 1, 10**9, default=500_000),
+           'max_wall_s': Opt(float, 0, 86_400, above=True, default=900.0), 'window': Opt(int, 1, 10**6),
+           'max_reply_bytes': Opt(int, 1024, 2**30, default=MAX_REPLY_BYTES),
+           'max_request_bytes': Opt(int, 1024, 2**31, default=8 * 2**20)}
 
 def split_model(arg: str) -> tuple[str, str | None]:
     "`MODEL[@BASE_URL]` -> (model, base URL or None)."
@@ -274,9 +333,11 @@ class OpenAIAgent(ChatAgent):
     "A model behind any OpenAI-compatible chat-completions endpoint."
     def __init__(self, arg: str, **opts):
         self.model, self.base_url = split_model(arg)
-        self.opts = o = opts
-        super().__init__(ChatLimits(o.get('max_turns', 100), o.get('max_game_tokens', 500_000),
-                                    o.get('max_wall_s', 900.0), o.get('window')))
+        for k, v in opts.items():
+            if k not in OPTIONS: raise ConfigError(f'unknown option {k!r} of an openai agent: {", ".join(OPTIONS)}')
+            OPTIONS[k].check(k, v)
+        self.opts = o = {k: x.default for k, x in OPTIONS.items() if x.default is not None} | opts
+        super().__init__(ChatLimits(o['max_turns'], o['max_game_tokens'], o['max_wall_s'], o.get('window')))
         self.key_env = o.get('key_env', key_env_for(self.base_url))
         self.sampling = {k: v for k, v in o.items() if k in SAMPLING}
         self.cache = None           # opened when a game starts: building an agent touches no file
@@ -289,9 +350,9 @@ class OpenAIAgent(ChatAgent):
 @patch
 async def start(self: OpenAIAgent, brief: Brief):
     await super(OpenAIAgent, self).start(brief)
-    self.ep = endpoint(self.base_url, self.key_env, self.opts.get('concurrency', 64), self.opts.get('timeout', 120.0))
+    self.ep = endpoint(self.base_url, self.key_env, self.opts['concurrency'], self.opts['timeout'])
     self.rng = random.Random(brief.seed)
-    if self.opts.get('cache', 'on') != 'off': self.cache = LLMCache()
+    if self.opts['cache'] != 'off': self.cache = LLMCache()
 
 # %% ../nbs/06_llm.ipynb #bc747a51
 @patch
@@ -301,15 +362,48 @@ def _cache_key(self: OpenAIAgent, messages, tools) -> str:
                         sampling=self.sampling, sample=self.brief.seed)
 
 @patch
-async def complete(self: OpenAIAgent, messages, tools) -> Reply | None:
-    key = self._cache_key(messages, tools) if self.cache else None
-    if key and (hit := self.cache.get(key)): return hit
+async def _ask(self: OpenAIAgent, messages, tools) -> Reply:
+    "The endpoint's reply to one request, within the game's wall time and the agent's byte caps."
+    size, cap = len(json.dumps(messages)), self.opts['max_request_bytes']
+    if size > cap:
+        raise AgentStop(EndReason.AGENT_LIMIT, f'the conversation reached {size} bytes; max_request_bytes={cap}')
     kwargs = dict(model=self.model, messages=messages, tools=tools, **self.sampling)
-    got = await request(self.ep, kwargs, self.opts.get('retries', 6), self.rng)
-    if got is None: return None
-    reply = _reply_from(*got)
-    if key and reply.finish_reason != 'content_filter': self.cache.put(key, reply)
-    return reply
+    got = await request(self.ep, kwargs, self.opts['retries'], self.rng, deadline=self.t0 + self.limits.max_wall_s,
+                        max_bytes=self.opts['max_reply_bytes'])
+    return _reply_from(*got)
+
+# %% ../nbs/06_llm.ipynb #4e8d9db4
+_FLIGHTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # event loop -> {cache key: future reply}
+
+async def _await_flight(fut) -> Reply | None:
+    "The reply of a request in flight for another game, marked cached; None if that game was cancelled."
+    try: return (await asyncio.shield(fut))._replace(cached=True, latency_s=0.0)
+    except asyncio.CancelledError:
+        if fut.cancelled(): return None
+        raise
+
+@patch
+async def complete(self: OpenAIAgent, messages, tools) -> Reply:
+    if not self.cache: return await self._ask(messages, tools)
+    key, flights = self._cache_key(messages, tools), _FLIGHTS.setdefault(asyncio.get_running_loop(), {})
+    while True:
+        if (hit := self.cache.get(key)): return hit
+        if (fut := flights.get(key)) is None: break
+        if (got := await _await_flight(fut)) is not None: return got
+    flights[key] = fut = asyncio.get_running_loop().create_future()
+    try:
+        reply = await self._ask(messages, tools)
+        if reply.finish_reason != 'content_filter': reply = self.cache.put(key, reply)
+        fut.set_result(reply)
+        return reply
+    except asyncio.CancelledError:
+        fut.cancel()
+        raise
+    except BaseException as e:
+        fut.set_exception(e)
+        fut.exception()             # retrieved: no warning when no other game awaited it
+        raise
+    finally: flights.pop(key, None)
 
 # %% ../nbs/06_llm.ipynb #f34480e2
 @patch

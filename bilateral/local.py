@@ -9,13 +9,13 @@ from __future__ import annotations
 import asyncio, json, re, time, weakref
 from pathlib import Path
 from fastcore.basics import patch
-from .core import ConfigError
+from .core import ConfigError, Unreachable
 from .protocol import Brief
-from .agents import register_agent
+from .agents import Opt, register_agent
 from .chat import PROMPT_NAME, ChatAgent, ChatLimits, Reply, prompt_hash
 
 # %% auto #0
-__all__ = ['parse_tool_calls', 'LocalModel', 'local_model', 'LocalAgent']
+__all__ = ['HF_OPTIONS', 'parse_tool_calls', 'LocalModel', 'local_model', 'LocalAgent']
 
 # %% ../nbs/06c_local.ipynb #eb0ae100
 _CALL = re.compile(r'<tool_call>\s*(.*?)\s*(?:</tool_call>|$)', re.S)
@@ -117,9 +117,16 @@ class LocalAgent(ChatAgent):
         super().__init__(ChatLimits(max_turns, window=window))
         self.path, self.max_new, self.temp, self.batch = path, max_new_tokens, temperature, batch
 
+    def check(self):
+        if not Path(self.path).is_dir(): raise ConfigError(f'no model folder at {self.path}')
+        if not (Path(self.path) / 'config.json').is_file():
+            raise ConfigError(f'{self.path} is not a transformers model folder (it has no config.json)')
+
     async def start(self, brief: Brief):
         await super().start(brief)
-        self.lm = local_model(self.path, self.batch)
+        try: self.lm = local_model(self.path, self.batch)
+        except (OSError, ValueError, ConfigError) as e:
+            raise Unreachable('model_load', f'cannot load the model in {self.path}: {e}'[:300], fatal=True) from None
 
 # %% ../nbs/06c_local.ipynb #07cb8d9e
 @patch
@@ -135,6 +142,7 @@ def info(self: LocalAgent) -> dict:
             **self.usage, 'latency_s': round(self.usage['latency_s'], 4), 'cost_usd': 0.0}
 
 # %% ../nbs/06c_local.ipynb #8517d71d
+HF_OPTIONS = {'max_new_tokens': Opt(int, 1, 32_768), 'temperature': Opt(float, 0, 2), 'batch': Opt(int, 1, 1024),
+              'window': Opt(int, 1, 10**6), 'max_turns': Opt(int, 1, 10_000)}   # defaults: `LocalAgent`'s
 register_agent('hf', LocalAgent, 'a local transformers model folder', arg='PATH', needs_arg=True,
-               options={'max_new_tokens': int, 'temperature': float, 'batch': int, 'window': int, 'max_turns': int},
-               short=lambda a: a.rstrip('/').rsplit('/', 1)[-1])
+               options=HF_OPTIONS, short=lambda a: a.rstrip('/').rsplit('/', 1)[-1])

@@ -10,7 +10,7 @@ import json, math, random
 from fastcore.basics import patch
 from .core import ConfigError, Role, fmt_money
 from .protocol import Brief, Observation, ToolCall
-from .agents import REGISTRY, Agent, register_agent
+from .agents import REGISTRY, Agent, Opt, register_agent
 from .play import GameResult
 
 # %% auto #0
@@ -199,9 +199,10 @@ register_agent('split', lambda a: Split(),
                'splits the difference, accepts when close', ladder=True)
 register_agent('haggler', lambda a: Haggler(float(a) if a else 5.0),
                'thinks in dollars: whole-dollar opening, fixed $5 steps (haggler:STEP sets them)', arg='STEP',
-               ladder=True)
+               value=Opt(float, 0.01, 1e6), ladder=True)
 register_agent('random', lambda a: RandomAgent(float(a) if a else 0.1),
-               'random legal and illegal calls (fuzzing); random:RATE sets the illegal rate', arg='RATE')
+               'random legal and illegal calls (fuzzing); random:RATE sets the illegal rate', arg='RATE',
+               value=Opt(float, 0, 1))
 LADDER = [k for k, v in REGISTRY.items() if v.ladder]
 
 # %% ../nbs/05_strategies.ipynb #a2672786
