@@ -66,14 +66,19 @@ class Opt:
     pattern: str = ''               # a regular expression the whole text must match
     default: object = None          # the value when the option is not given
 
+    def span(self) -> str:
+        "The range allowed, as `[lo, hi]` (`(` when `lo` is excluded); '' for none."
+        if self.lo is None and self.hi is None: return ''
+        num = lambda x: str(int(x)) if float(x).is_integer() else f'{x:g}'
+        lo = '(-inf' if self.lo is None else ('(' if self.above else '[') + num(self.lo)
+        return f"{lo}, {'inf)' if self.hi is None else num(self.hi) + ']'}"
+
     def allowed(self) -> str:
         "The values allowed, in words."
         if self.choices: return 'one of ' + ', '.join(map(str, self.choices))
         what = {int: 'a whole number', float: 'a finite number'}.get(self.type, 'a text')
         if self.pattern: what += f' matching {self.pattern}'
-        if self.lo is None and self.hi is None: return what
-        lo = '(-inf' if self.lo is None else f"{'(' if self.above else '['}{self.lo:g}"
-        return f"{what} in {lo}, {'inf)' if self.hi is None else f'{self.hi:g}]'}"
+        return f'{what} in {self.span()}' if self.span() else what
 
 # %% ../nbs/04_agents.ipynb #0c7929d6
 @patch

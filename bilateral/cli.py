@@ -6,18 +6,28 @@ Docs: https://github.com/bilateral-dev/bilateral/cli.html.md"""
 
 # %% ../nbs/13_cli.ipynb #1c80d5bc
 from __future__ import annotations
-import argparse, contextlib, inspect, json, sqlite3, sys, textwrap
+import os, signal, sys
+
+def _interrupted_at_start(*_):
+    "Ctrl-C while the `bilateral` script starts up: one line, exit 130, no traceback (`main` restores Python's own)."
+    sys.stderr.write('bilateral: interrupted\n')
+    os._exit(130)
+
+if os.path.basename(sys.argv[0] if sys.argv else '') == 'bilateral' and \
+        signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    signal.signal(signal.SIGINT, _interrupted_at_start)
+import argparse, contextlib, inspect, json, math, sqlite3, textwrap
 from pathlib import Path
 from .scenarios import DEFAULT_PRESET, PRESETS, load_catalogue, make_scenario, sample_scenarios
 from .protocol import Rules
 from .core import BilateralError, ConfigError, dumps
-from .agents import display_name, load_agent_kinds, make_agent
+from .agents import Opt, display_name, load_agent_kinds, make_agent
 from .play import format_game, play
 from .metrics import format_leaderboard, game_row, leaderboard
 from .store import Store, nan_to_none
 
 # %% auto #0
-__all__ = ['CliError', 'Incomplete', 'cmd_agents', 'cmd_run', 'cmd_tournament', 'cmd_report', 'cmd_view', 'cmd_reproduce',
+__all__ = ['SEED', 'CliError', 'Incomplete', 'cmd_agents', 'cmd_run', 'cmd_tournament', 'cmd_report', 'cmd_view', 'cmd_reproduce',
            'cmd_play', 'cmd_tiny', 'cmd_train', 'cmd_evaluate', 'cmd_bench', 'parser', 'main']
 
 # %% ../nbs/13_cli.ipynb #ca6d725b
@@ -32,6 +42,29 @@ class Incomplete(Exception):
 class _Parser(argparse.ArgumentParser):
     def error(self, message): raise CliError(message)
 
+# %% ../nbs/13_cli.ipynb #219290d3
+def _number(kind: type, lo: float | None = None, hi: float | None = None, above: bool = False):
+    "An argparse type: a finite number of `kind` in the range [lo, hi] (above `lo` when `above`)."
+    o = Opt(kind, lo, hi, above=above)
+    def read(text: str):
+        try: x = kind(text)
+        except (ValueError, OverflowError): x = None
+        if x is None or not o.ok(x): raise argparse.ArgumentTypeError(f'must be {o.allowed()}, got {text!r}')
+        return x
+    return read
+
+def _path(text: str) -> str:
+    "An argparse type: a path that is not empty."
+    if not text.strip(): raise argparse.ArgumentTypeError('must be a path, got an empty string')
+    return text
+
+def _numbers(lo: int):
+    "An argparse type: comma-separated whole numbers, each at least `lo`."
+    one = _number(int, lo)
+    return lambda text: ','.join(str(one(x)) for x in text.split(','))
+
+SEED = _number(int, 0, 2**63 - 1)
+
 # %% ../nbs/13_cli.ipynb #08e546ff
 def _kind_lines(k) -> list[str]:
     "A kind's name and description; under it, for kinds that take an argument or options, its spec and options."
@@ -40,9 +73,14 @@ def _kind_lines(k) -> list[str]:
         arg = f':{k.arg}' if k.needs_arg else f'[:{k.arg}]' if k.arg else ''
         lines.append(f'{"":15}spec: {k.name}{arg}' + ('[?OPTION=VALUE&...]' if k.options else ''))
     if k.options:
-        lines += textwrap.wrap('options: ' + ', '.join(k.options), 110, initial_indent=' ' * 15,
-                               subsequent_indent=' ' * 24)
+        lines += textwrap.wrap('options: ' + ', '.join(_opt_text(n, o) for n, o in k.options.items()), 110,
+                               initial_indent=' ' * 15, subsequent_indent=' ' * 24, break_on_hyphens=False)
     return lines
+
+def _opt_text(name: str, o: Opt) -> str:
+    "An option as `agents` lists it: its name and, compactly, the values it allows."
+    if o.choices: return f"{name}={'|'.join(map(str, o.choices))}"
+    return f'{name}={o.span().replace(" ", "")}' if o.span() else name
 
 def cmd_agents(a) -> str:
     "List the agent kinds: the ladder first, in its order, then the others by name."
@@ -55,11 +93,12 @@ def _add_agents(sub):
 # %% ../nbs/13_cli.ipynb #358a522a
 def _add_game_options(p, item_help=None):
     "The options that choose and time a game, shared by `run` and `play`."
-    p.add_argument('--seed', type=int, default=0)
+    p.add_argument('--seed', type=SEED, default=0)
     p.add_argument('--preset', default=DEFAULT_PRESET, choices=list(PRESETS))
     p.add_argument('--item', default=None, help=item_help)
-    p.add_argument('--catalogue', default=None)
-    p.add_argument('--deadline', type=float, default=Rules.deadline)
+    p.add_argument('--catalogue', default=None, type=_path)
+    p.add_argument('--deadline', type=_number(float, 0, 86_400, above=True), default=Rules.deadline,
+                   help='simulated seconds')
     p.add_argument('--first-mover', default='buyer', choices=['buyer', 'seller'])
 
 def _scenario(a):
@@ -112,6 +151,13 @@ def _tournament_line(s: dict, out: str) -> str:
             f"{'; ' + reasons if reasons else ''}")
 
 # %% ../nbs/13_cli.ipynb #04136b04
+def _stopped_by_ctrl_c(out: str) -> CliError:
+    "The one line of a tournament stopped by Ctrl-C: the finished games its run directory keeps (it creates nothing)."
+    try:
+        with Store(out, create=False) as st: n = st.count()
+    except BilateralError: n = 0
+    return CliError(f'interrupted: {n} finished games are stored in {out}; run the same command again to resume')
+
 def cmd_tournament(a) -> str:
     "Play a paired round-robin into a run directory."
     from bilateral.tournament import TournamentSpec, run_tournament
@@ -119,13 +165,11 @@ def cmd_tournament(a) -> str:
     spec = TournamentSpec(agents, a.games_per_pair, a.preset, a.seed, not a.no_self_play,
                           first_mover=a.first_mover, paired=not a.unpaired)
     limits = _agent_limits(a.agent_limit)
-    try: s = run_tournament(spec, a.out, concurrency=a.concurrency, agent_limits=limits, progress=not a.quiet,
-                            extend=a.extend, workers=a.workers)
-    except KeyboardInterrupt:
-        with Store(a.out) as st: n = st.count()
-        raise CliError(f'interrupted: {n} finished games are stored in {a.out}; '
-                       'run the same command again to resume') from None
-    with Store(a.out, create=False) as st: lb = leaderboard(st.rows()) if st.count() else None
+    try:
+        s = run_tournament(spec, a.out, concurrency=a.concurrency, agent_limits=limits, progress=not a.quiet,
+                           extend=a.extend, workers=a.workers)
+        with Store(a.out, create=False) as st: lb = leaderboard(st.rows()) if st.count() else None
+    except KeyboardInterrupt: raise _stopped_by_ctrl_c(a.out) from None
     out = _tournament_line(s, a.out)
     if lb is not None: out += '\n' + format_leaderboard(lb, display_name)
     if s['failed']:
@@ -138,11 +182,12 @@ def cmd_tournament(a) -> str:
 def _add_tournament(sub):
     t = sub.add_parser('tournament', help='paired round-robin into a run directory (resumable)')
     t.add_argument('--agents', required=True, help='comma-separated agent specs')
-    t.add_argument('--games-per-pair', type=int, default=10)
-    t.add_argument('--seed', type=int, default=0)
-    t.add_argument('--out', required=True, help='run directory')
-    t.add_argument('--concurrency', type=int, default=8, help='games in flight at once (in each worker process)')
-    t.add_argument('--workers', type=int, default=None,
+    t.add_argument('--games-per-pair', type=_number(int, 1), default=10)
+    t.add_argument('--seed', type=SEED, default=0)
+    t.add_argument('--out', required=True, type=_path, help='run directory')
+    t.add_argument('--concurrency', type=_number(int, 1), default=8,
+                   help='games in flight at once (in each worker process)')
+    t.add_argument('--workers', type=_number(int, 1), default=None,
                    help='worker processes that play the games (default: the cores available, where that pays)')
     t.add_argument('--preset', default=DEFAULT_PRESET, choices=list(PRESETS))
     t.add_argument('--first-mover', default='alternate', choices=['buyer', 'seller', 'alternate'],
@@ -158,7 +203,8 @@ def _add_tournament(sub):
 # %% ../nbs/13_cli.ipynb #4cbba761
 def cmd_report(a) -> str:
     "Tables and figures of a run directory."
-    from bilateral.report import write_report
+    from bilateral.report import MAX_BOOT, write_report
+    if a.n_boot > MAX_BOOT: raise CliError(f'--n-boot must be 10 to {MAX_BOOT:,}, got {a.n_boot}')
     rep = write_report(a.run_dir, n_boot=a.n_boot, figures=not a.no_figures)
     r = rep['tables']['ratings']
     ratings = '\n'.join(f"{x.agent:<15}{x.rating:8.1f}  [{x.lo:.1f}, {x.hi:.1f}]" for x in r.itertuples())
@@ -175,8 +221,8 @@ def cmd_report(a) -> str:
 
 def _add_report(sub):
     rp = sub.add_parser('report', help='tables and figures of a run directory')
-    rp.add_argument('run_dir')
-    rp.add_argument('--n-boot', type=int, default=1000)
+    rp.add_argument('run_dir', type=_path)
+    rp.add_argument('--n-boot', type=_number(int, 10), default=1000)
     rp.add_argument('--no-figures', action='store_true')
     rp.set_defaults(fn=cmd_report)
 
@@ -191,9 +237,9 @@ def cmd_view(a) -> str:
 
 def _add_view(sub):
     v = sub.add_parser('view', help='one self-contained HTML page of a run: leaderboard, charts, every game')
-    v.add_argument('run_dir')
-    v.add_argument('--out', default=None, help='the page to write (default RUN_DIR/report.html)')
-    v.add_argument('--n-boot', type=int, default=200)
+    v.add_argument('run_dir', type=_path)
+    v.add_argument('--out', default=None, type=_path, help='the page to write (default RUN_DIR/report.html)')
+    v.add_argument('--n-boot', type=_number(int, 10), default=200)
     v.set_defaults(fn=cmd_view)
 
 # %% ../nbs/13_cli.ipynb #af74e05a
@@ -213,9 +259,9 @@ def cmd_reproduce(a) -> str:
 def _add_reproduce(sub):
     rr = sub.add_parser('reproduce', help='run the experiment notebooks of a profile through papermill')
     rr.add_argument('--profile', default='offline', choices=['smoke', 'offline', 'paper'])
-    rr.add_argument('--out', default=None)
-    rr.add_argument('--games-per-pair', type=int, default=None)
-    rr.add_argument('--seed', type=int, default=None)
+    rr.add_argument('--out', default=None, type=_path)
+    rr.add_argument('--games-per-pair', type=_number(int, 1), default=None)
+    rr.add_argument('--seed', type=SEED, default=None)
     rr.add_argument('--quiet', action='store_true')
     rr.set_defaults(fn=cmd_reproduce)
 
@@ -256,12 +302,14 @@ def _add_tiny(sub):
     d = {k: p.default for k, p in inspect.signature(build_tiny_model).parameters.items()}
     tm = sub.add_parser('tiny-model', help='build or evaluate the tiny offline model')
     tm.add_argument('action', choices=['build', 'eval'])
-    tm.add_argument('dir')
-    tm.add_argument('--games', type=int, default=d['n_games'], help='ladder games whose conversations are the SFT data')
-    tm.add_argument('--epochs', type=float, default=d['epochs'])
-    tm.add_argument('--seed', type=int, default=d['seed'])
-    tm.add_argument('--threads', type=int, default=d['threads'], help='torch threads while training and evaluating')
-    tm.add_argument('--eval-games', type=int, default=14)
+    tm.add_argument('dir', type=_path)
+    tm.add_argument('--games', type=_number(int, 1), default=d['n_games'],
+                    help='ladder games whose conversations are the SFT data')
+    tm.add_argument('--epochs', type=_number(float, 0, 1000, above=True), default=d['epochs'])
+    tm.add_argument('--seed', type=SEED, default=d['seed'])
+    tm.add_argument('--threads', type=_number(int, 1, 1024), default=d['threads'],
+                    help='torch threads while training and evaluating')
+    tm.add_argument('--eval-games', type=_number(int, 1), default=14)
     tm.set_defaults(fn=cmd_tiny)
 
 # %% ../nbs/13_cli.ipynb #ddd37e4c
@@ -299,22 +347,24 @@ def cmd_train(a) -> str:
 def _add_train(sub):
     t = sub.add_parser('train', help='LoRA SFT on stored conversations, or GRPO against a fixed agent')
     t.add_argument('method', choices=['sft', 'grpo'])
-    t.add_argument('model', help='the model folder to start from')
-    t.add_argument('--out', required=True, help='the training run folder')
+    t.add_argument('model', type=_path, help='the model folder to start from')
+    t.add_argument('--out', required=True, type=_path, help='the training run folder')
     t.add_argument('--config', default='tiny', help='tiny (CPU), qwen3-8b or qwen3-14b (one GPU)')
     t.add_argument('--backend', default='auto', choices=['auto', 'trl', 'unsloth'])
-    t.add_argument('--max-steps', type=int, default=None)
-    t.add_argument('--seed', type=int, default=0)
+    t.add_argument('--max-steps', type=_number(int, 1), default=None)
+    t.add_argument('--seed', type=SEED, default=0)
     t.add_argument('--role', default=None, choices=['buyer', 'seller'],
                    help="sft: the role's conversations; grpo: the model's role (buyer by default)")
-    t.add_argument('--data', help='sft: a tournament run directory, or a saved SFT dataset')
+    t.add_argument('--data', type=_path, help='sft: a tournament run directory, or a saved SFT dataset')
     for o in ('agents', 'tiers', 'opponents'):
         t.add_argument(f'--{o}', default=None, help=f'sft: {o} to keep (comma separated)')
     t.add_argument('--deal', action='store_true', help='sft: only games that ended in a deal')
-    t.add_argument('--min-share', type=float, default=None, help="sft: only games where the role's share reached this")
+    t.add_argument('--min-share', type=_number(float), default=None,
+                   help="sft: only games where the role's share reached this")
     t.add_argument('--opponent', default='boulware', help='grpo: the fixed agent the model plays against')
     t.add_argument('--reward', default='share', help='grpo: the reward variant')
-    t.add_argument('--scenarios', type=int, default=None, help="grpo: scenarios to train on (the config's by default)")
+    t.add_argument('--scenarios', type=_number(int, 1), default=None,
+                   help="grpo: scenarios to train on (the config's by default)")
     t.add_argument('--preset', default=None, choices=list(PRESETS), help="grpo: their preset (the config's by default)")
     t.set_defaults(fn=cmd_train)
 
@@ -339,11 +389,11 @@ def _add_evaluate(sub):
     e.add_argument('--model', action='append', required=True, metavar='LABEL=SPEC', help='e.g. sft=hf:runs/sft/model')
     e.add_argument('--seen', required=True, help='the training opponents, comma separated')
     e.add_argument('--unseen', default='', help='opponents never seen in training, comma separated')
-    e.add_argument('--out', required=True)
-    e.add_argument('--games-per-pair', type=int, default=20)
-    e.add_argument('--concurrency', type=int, default=8)
-    e.add_argument('--n-boot', type=int, default=1000)
-    e.add_argument('--seed', type=int, default=0)
+    e.add_argument('--out', required=True, type=_path)
+    e.add_argument('--games-per-pair', type=_number(int, 1), default=20)
+    e.add_argument('--concurrency', type=_number(int, 1), default=8)
+    e.add_argument('--n-boot', type=_number(int, 10), default=1000)
+    e.add_argument('--seed', type=SEED, default=0)
     e.add_argument('--quiet', action='store_true')
     e.set_defaults(fn=cmd_evaluate)
 
@@ -417,19 +467,20 @@ def cmd_bench(a) -> str:
 # %% ../nbs/13_cli.ipynb #53eca65d
 def _add_bench(sub):
     b = sub.add_parser('bench', help='engine speed')
-    b.add_argument('--games', type=int, default=None)
+    b.add_argument('--games', type=_number(int, 1), default=None)
     b.add_argument('--buyer', default='boulware')
     b.add_argument('--seller', default='boulware')
-    b.add_argument('--seed', type=int, default=0)
+    b.add_argument('--seed', type=SEED, default=0)
     b.add_argument('--vs', default=None, choices=['negmas'],
                    help='instead: the same pairings through NegMAS and the engine, with the ratios (extra: bench)')
-    b.add_argument('--tournament', default=None, metavar='N,N,...',
+    b.add_argument('--tournament', default=None, metavar='N,N,...', type=_numbers(1),
                    help='instead: ladder tournaments of these sizes, with store')
-    b.add_argument('--llm', default=None, metavar='K,K,...',
+    b.add_argument('--llm', default=None, metavar='K,K,...', type=_numbers(1),
                    help='instead: K concurrent games against a local endpoint in its own process')
-    b.add_argument('--latency', default='200', metavar='MS,MS,...', help='the endpoint latencies of --llm')
-    b.add_argument('--per-slot', type=int, default=8, help='games per concurrent slot of --llm')
-    b.add_argument('--workers', default=None, metavar='N,N,...',
+    b.add_argument('--latency', default='200', metavar='MS,MS,...', type=_numbers(0),
+                   help='the endpoint latencies of --llm')
+    b.add_argument('--per-slot', type=_number(int, 1), default=8, help='games per concurrent slot of --llm')
+    b.add_argument('--workers', default=None, metavar='N,N,...', type=_numbers(1),
                    help='instead: the same ladder tournament with these numbers of worker processes')
     b.add_argument('--training', action='store_true',
                    help='instead: SFT tokens/s, GRPO s/step and the environment share of a step, tiny model on CPU')
@@ -446,7 +497,9 @@ def parser() -> argparse.ArgumentParser:
 
 # %% ../nbs/13_cli.ipynb #0dc5f502
 def main(argv: list[str] | None = None) -> int:
-    "Entry point of the `bilateral` script: exit 0 done, 2 an error (one line), 3 done with games left unplayed."
+    "Entry point of the `bilateral` script: exit 0 done, 2 an error (one line), 3 games left unplayed, 130 Ctrl-C."
+    if signal.getsignal(signal.SIGINT) is _interrupted_at_start:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         a = parser().parse_args(argv)
         print(a.fn(a))
@@ -462,3 +515,6 @@ def main(argv: list[str] | None = None) -> int:
         where = f' ({e.filename})' if getattr(e, 'filename', None) else ''
         print(f'bilateral: error: {getattr(e, "strerror", None) or e}{where}', file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print('bilateral: interrupted', file=sys.stderr)
+        return 130

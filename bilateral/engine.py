@@ -6,7 +6,7 @@ Docs: https://github.com/bilateral-dev/bilateral/engine.html.md"""
 
 # %% ../nbs/03_engine.ipynb #08ba823d
 from __future__ import annotations
-import random
+import json, random
 from dataclasses import fields
 from fastcore.basics import patch
 from .core import BilateralError, EndReason, Event, Item, Offer, Outcome, ReplayError, Role, Scenario
@@ -224,6 +224,14 @@ def _stored_arguments(self: Engine, raw):
     raw = plain_arguments(raw)
     return raw[:self.limits.max_arguments + 1] if type(raw) is str else raw
 
+def _checked(self: Engine, c: ToolCall):
+    "`check_call` of `c`; an error is worded from the arguments as the record stores them (sorted keys), as replay is."
+    try: return check_call(c.name, c.arguments, self.limits)
+    except ToolError:
+        if type(c.arguments) is not dict: raise
+        stored = _stored_arguments(self, c.arguments)
+        return check_call(c.name, json.loads(dumps(stored)) if type(stored) is dict else stored, self.limits)
+
 # %% ../nbs/03_engine.ipynb #030cd3d7
 def _reject(self: Engine, p: _Party, c: ToolCall, e: ToolError) -> dict:
     "Record a rejected call; end the game when its caller has used up its allowance."
@@ -250,7 +258,7 @@ def _call(self: Engine, p: _Party, c: ToolCall, turn_over: bool):
     if self.outcome is not None: return {'ok': False, 'error': 'game_over', 'message': 'the game has ended'}, True
     try:
         if turn_over: raise ToolError('one_action_per_turn', f'{c.name} came after your turn ended')
-        tool, args = check_call(c.name, c.arguments, self.limits)
+        tool, args = _checked(self, c)
         if tool.offer_fields or tool.name in p.used: _check_state(self, p, tool, args)
     except ToolError as e: return _reject(self, p, c, e), turn_over
     lo, span = self._lat

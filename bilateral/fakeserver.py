@@ -141,7 +141,9 @@ def _play(kind: str, model: str, msgs: list, n_in: int, stats: Counter) -> dict:
     content, calls = play_reply(msgs)
     if kind == 'noisy' and calls[0][0] == 'make_offer':
         calls = [('make_offer', {'price': round(calls[0][1]['price'] * (1 - stats['noisy'] % 7 / 100), 2)}), *calls[1:]]
-    if kind == 'huge': content, n_in = content + ' ' + 'x' * 2**20, 10
+    if kind == 'huge':      # never accepts, so that the conversation grows for as long as the client lets it
+        calls = [('make_offer', {'price': round(_listing(msgs) * 0.5, 2)}), ('wait_for_response', {})]
+        content, n_in = content + ' ' + 'x' * 2**20, 10
     out = completion(model, content, calls, n_in=n_in)
     if kind == 'reasoning':
         out['choices'][0]['message']['reasoning_content'] = 'private plan: never go above my value'

@@ -288,6 +288,7 @@ async def request(ep: Endpoint, kwargs: dict, retries: int = 6, rng: random.Rand
             async with ep.limiter:
                 got = await _attempt(ep, kwargs, st, _left(ep, deadline))
             if got is not _AGAIN: return got
+            _left(ep, deadline)
             if attempt < retries:
                 wait = _backoff(attempt, rng, cap, st.delay)
                 _left(ep, deadline, wait)

@@ -7,6 +7,8 @@ Docs: https://github.com/bilateral-dev/bilateral/store.html.md"""
 # %% ../nbs/08_store.ipynb #9eb2ae59
 from __future__ import annotations
 import json, math, os, sqlite3, time, zlib
+try: import fcntl
+except ImportError: fcntl = None      # Windows: no lock
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -16,7 +18,7 @@ from .core import BilateralError
 from .core import dumps
 
 # %% auto #0
-__all__ = ['SCHEMA', 'StoreError', 'nan_to_none', 'Store', 'encode_game']
+__all__ = ['SCHEMA', 'StoreError', 'nan_to_none', 'Store', 'run_lock', 'encode_game']
 
 # %% ../nbs/08_store.ipynb #3a2b5ae5
 SCHEMA = """
@@ -128,6 +130,24 @@ def _open(self: Store, create: bool):
         _adopt_old_failures(self.con)
     elif not self.con.execute("SELECT 1 FROM sqlite_master WHERE name='games'").fetchone():
         raise StoreError(f'{self.path} is not a bilateral results store (it has no games table)')
+
+# %% ../nbs/08_store.ipynb #b46d545f
+@contextmanager
+def run_lock(run_dir: str | Path):
+    "Hold `run_dir` (created if need be) for this process alone; `StoreError` when another process holds it."
+    d = Path(run_dir)
+    if d.exists() and not d.is_dir(): raise StoreError(f'{d} is a file, not a run directory')
+    try: d.mkdir(parents=True, exist_ok=True)
+    except OSError as e: raise StoreError(f'cannot create the run directory {d}: {e.strerror or e}') from None
+    fd = os.open(d, os.O_RDONLY)
+    try:
+        if fcntl is not None:
+            try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise StoreError(f'{d} is in use by another bilateral process: wait for it to finish, or use '
+                                 'another run directory') from None
+        yield d
+    finally: os.close(fd)
 
 # %% ../nbs/08_store.ipynb #34f95f59
 @patch

@@ -6,7 +6,7 @@ Docs: https://github.com/bilateral-dev/bilateral/tournament.html.md"""
 
 # %% ../nbs/09_tournament.ipynb #989cc904
 from __future__ import annotations
-import asyncio, hashlib, itertools, json, marshal, os, signal, struct, sys, tempfile, threading, time
+import asyncio, hashlib, inspect, itertools, json, marshal, os, signal, struct, sys, tempfile, threading, time
 from contextlib import suppress
 from importlib.metadata import entry_points
 from collections import Counter
@@ -24,7 +24,7 @@ import bilateral
 from .agents import REGISTERED_BY, agent_kind, make_agent, split_spec
 from .play import GameResult, play_game, run_sync
 from .metrics import game_row
-from .store import Store, encode_game
+from .store import Store, encode_game, run_lock
 
 # %% auto #0
 __all__ = ['MAX_GAMES_PER_PAIR', 'MAX_GAMES', 'MAX_CONCURRENCY', 'MAX_WORKERS', 'MIN_GAMES_PER_WORKER', 'WAITING_KINDS',
@@ -370,7 +370,7 @@ async def run_tournament_async(spec: TournamentSpec, out_dir: str | Path, concur
     `workers` processes play the games (None: the cores, where that pays); this process alone writes the store."""
     _check_run(spec, concurrency, agent_limits, workers)
     if extend and not spec.paired: raise ConfigError('an unpaired run cannot be extended (its scenarios would move)')
-    with Store(out_dir) as store:
+    with run_lock(out_dir), Store(out_dir) as store:
         store.claim(spec.defining(), spec.to_json(), extend)
         done, total = store.done_ids(), spec.n_games
         missing = [(k, t) for k, t in enumerate(plan(spec)) if t.game_id not in done]
@@ -392,7 +392,10 @@ async def run_tournament_async(spec: TournamentSpec, out_dir: str | Path, concur
 
 # %% ../nbs/09_tournament.ipynb #34168ac0
 def run_tournament(spec: TournamentSpec, out_dir: str | Path, **kwargs) -> dict:
-    "Synchronous `run_tournament_async`."
+    "Synchronous `run_tournament_async`; the run is checked first, before the event loop, where Ctrl-C acts at once."
+    a = inspect.signature(run_tournament_async).bind(spec, out_dir, **kwargs)
+    a.apply_defaults()
+    _check_run(spec, a.arguments['concurrency'], a.arguments['agent_limits'], a.arguments['workers'])
     return run_sync(run_tournament_async(spec, out_dir, **kwargs))
 
 # %% ../nbs/09_tournament.ipynb #b11ccabd

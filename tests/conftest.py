@@ -1,4 +1,5 @@
-import os, sqlite3, sys, tempfile
+import os, sqlite3, subprocess, sys, tempfile
+from contextlib import contextmanager
 from pathlib import Path
 import pytest
 
@@ -54,3 +55,22 @@ def stored(out) -> int:
     try: return con.execute('SELECT COUNT(*) FROM games').fetchone()[0]
     except sqlite3.OperationalError: return 0
     finally: con.close()
+
+
+def default_sigint():
+    """`preexec_fn` of a child that a test signals: SIGINT at its default, so that Python in the child turns Ctrl-C into
+    KeyboardInterrupt even when the tests themselves run with SIGINT ignored (`make test &` in a shell without job
+    control)."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+@contextmanager
+def child(cmd, **kwargs):
+    "A process for a test to signal: default SIGINT handling, pipes for its output, killed if it outlives the test."
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint,
+                            **kwargs)
+    try: yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()

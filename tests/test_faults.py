@@ -29,7 +29,9 @@ CASES = {
     'unauthorized': ({}, 'refused'), 'forbidden': ({}, 'refused'), 'leaky': ({}, 'refused'), 'keyed': ({}, 'refused'),
     'context': ({}, {'context_overflow'}), 'filter': ({}, {'content_filter'}),
     'malformed': ({}, {'invalid_calls'}), 'truncated': ({}, {'invalid_calls'}), 'nullname': ({}, {'invalid_calls'}),
-    'chatty': ({}, {'invalid_calls'}), 'huge': ({}, {'both_idle', 'invalid_calls'}),
+    'chatty': ({}, {'invalid_calls'}), 'digits': ({}, {'both_idle', 'invalid_calls'}),
+    'noisy': ({}, {'deal'}), 'later500': ({'retries': 1}, 'server_error'),
+    'trickle': ({'timeout': 1, 'retries': 0}, 'timeout'), 'huge': ({'max_reply_bytes': 65536}, 'too_large'),
 }
 
 def test_every_fault_has_a_case():

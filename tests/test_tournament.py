@@ -3,7 +3,7 @@ import json, os, signal, sqlite3, subprocess, sys, time
 from pathlib import Path
 import pandas as pd
 import pytest
-from conftest import stored
+from conftest import child, stored
 from bilateral.store import Store
 from bilateral.tournament import TournamentSpec, plan, pairings, run_tournament
 from bilateral.report import write_report
@@ -24,9 +24,9 @@ HELD = [sys.executable, str(Path(__file__).parent / 'held_cli.py'), 'tournament'
 HELD_N = 25 * 40
 
 def start_held(out, hold_after=200):
+    "The held command as a child to signal (default SIGINT handling; killed if the test fails)."
     env = {**os.environ, 'BILATERAL_TEST_HOLD_AFTER': str(hold_after)}
-    return subprocess.Popen([*HELD, '--out', str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env)
+    return child([*HELD, '--out', str(out)], env=env)
 
 def run_held(out):
     env = {k: v for k, v in os.environ.items() if k != 'BILATERAL_TEST_HOLD_AFTER'}
@@ -63,11 +63,11 @@ def held_reference(tmp_path_factory):
 
 def test_kill_9_then_resume_loses_and_duplicates_nothing(tmp_path, held_reference):
     out = tmp_path / 'run'
-    proc = start_held(out)
-    seen = wait_for(out, 150, proc)
-    assert proc.poll() is None, proc.communicate()[1][-2000:]       # the hold keeps it running: no race with the kill
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    with start_held(out) as proc:
+        seen = wait_for(out, 150, proc)
+        assert proc.poll() is None, proc.communicate()[1][-2000:]   # the hold keeps it running: no race with the kill
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
     killed_at = stored(out)
     assert 150 <= killed_at < HELD_N
     assert seen == sorted(seen)                                   # a concurrent reader saw the count only grow
@@ -82,11 +82,11 @@ def test_kill_9_then_resume_loses_and_duplicates_nothing(tmp_path, held_referenc
 
 def test_ctrl_c_keeps_finished_games_and_exits_cleanly(tmp_path, held_reference):
     out = tmp_path / 'run'
-    proc = start_held(out)
-    wait_for(out, 150, proc)
-    assert proc.poll() is None
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    with start_held(out) as proc:
+        wait_for(out, 150, proc)
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
     assert proc.returncode == 2 and 'Traceback' not in err, err
     n = stored(out)
     assert f'interrupted: {n} finished games are stored' in err and 150 <= n < HELD_N

@@ -6,7 +6,7 @@ written to a temporary folder on PYTHONPATH, so the worker processes know it as 
 import os, shutil, signal, sqlite3, subprocess, sys, time
 from pathlib import Path
 import pytest
-from conftest import stored
+from conftest import child, stored
 
 EXE = str(Path(sys.executable).parent / 'bilateral')
 LADDER = 'boulware,linear,conceder,tit-for-tat,accommodating,hardliner,split,haggler'
@@ -34,8 +34,8 @@ def run(args, out, env, **extra):
                           env={**env, **extra})
 
 def start(args, out, env, **extra):
-    return subprocess.Popen([EXE, *args, '--out', str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**env, **extra})
+    "The command as a child to signal (default SIGINT handling; killed if the test fails)."
+    return child([EXE, *args, '--out', str(out)], env={**env, **extra})
 
 def contents(out) -> dict:
     "Every stored table, row by row in key order; of games every column but `finished_at` (a wall-clock time)."
@@ -99,13 +99,13 @@ def test_two_workers_store_what_one_process_stores(tmp_path):
 
 def test_kill_9_of_the_parent_then_resume(tmp_path, plugin_env, reference):
     out = tmp_path / 'run'
-    proc = start([*HELD, '--workers', '2'], out, plugin_env, BILATERAL_TEST_HOLD_AFTER='30')
-    seen = wait_stalled(out, 100, proc)       # every game in flight is held: no worker writes again, no race
-    assert proc.poll() is None, proc.communicate()[1][-2000:]
-    kids = children(proc.pid)
-    assert len(kids) == 2 and all(alive(k) for k in kids)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    with start([*HELD, '--workers', '2'], out, plugin_env, BILATERAL_TEST_HOLD_AFTER='30') as proc:
+        seen = wait_stalled(out, 100, proc)   # every game in flight is held: no worker writes again, no race
+        assert proc.poll() is None, proc.communicate()[1][-2000:]
+        kids = children(proc.pid)
+        assert len(kids) == 2 and all(alive(k) for k in kids)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
     assert_gone(kids)                         # only their stdin closing tells them: they never write again
     killed_at = stored(out)
     assert 100 <= killed_at < N and seen == sorted(seen)
@@ -116,12 +116,12 @@ def test_kill_9_of_the_parent_then_resume(tmp_path, plugin_env, reference):
 
 def test_ctrl_c_stops_the_workers_and_keeps_finished_games(tmp_path, plugin_env, reference):
     out = tmp_path / 'run'
-    proc = start([*HELD, '--workers', '2'], out, plugin_env, BILATERAL_TEST_HOLD_AFTER='100')
-    wait_for(out, 150, proc)
-    kids = children(proc.pid)
-    assert proc.poll() is None and len(kids) == 2
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    with start([*HELD, '--workers', '2'], out, plugin_env, BILATERAL_TEST_HOLD_AFTER='100') as proc:
+        wait_for(out, 150, proc)
+        kids = children(proc.pid)
+        assert proc.poll() is None and len(kids) == 2
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
     n = stored(out)
     assert proc.returncode == 2 and 'Traceback' not in err, err
     assert f'interrupted: {n} finished games are stored' in err and 150 <= n < N
@@ -145,8 +145,8 @@ def test_a_worker_that_crashes_is_reported_and_its_games_replayed(tmp_path, plug
 
 def test_a_fatal_failure_in_a_worker_stops_the_run(tmp_path, plugin_env, reference):
     out = tmp_path / 'run'
-    proc = start([*HELD, '--workers', '2'], out, plugin_env, BILATERAL_TEST_FATAL_AFTER='30')
-    _, err = proc.communicate(timeout=120)
+    with start([*HELD, '--workers', '2'], out, plugin_env, BILATERAL_TEST_FATAL_AFTER='30') as proc:
+        _, err = proc.communicate(timeout=120)
     assert proc.returncode == 2 and 'stopped: the key was refused (test)' in err and 'Traceback' not in err, err
     assert stored(out) < N
     again = run([*HELD, '--workers', '2'], out, plugin_env)
