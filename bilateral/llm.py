@@ -383,6 +383,7 @@ async def _await_flight(fut) -> Reply | None:
         if fut.cancelled(): return None
         raise
 
+# %% ../nbs/06_llm.ipynb #9fb648d0
 @patch
 async def complete(self: OpenAIAgent, messages, tools) -> Reply:
     if not self.cache: return await self._ask(messages, tools)

@@ -149,8 +149,8 @@ def test_extend_adds_agents_and_games_on_purpose(stored_run):
 NEW = ['tournament', '--agents', 'boulware', '--out', '{new}']   # a tournament into a new folder
 
 @pytest.mark.parametrize('args,words', [
-    (['report', '{run}', '--n-boot', '0'], ['n_boot must be 10 to 100,000, got 0']),
-    (['report', '{run}', '--n-boot', '-5'], ['n_boot must be 10 to 100,000, got -5']),
+    (['report', '{run}', '--n-boot', '0'], ['argument --n-boot', 'in [10, inf)', "got '0'"]),
+    (['report', '{run}', '--n-boot', '-5'], ['argument --n-boot', 'in [10, inf)', "got '-5'"]),
     ([*NEW, '--agent-limit', 'boulware'], ['--agent-limit takes AGENT=K']),
     ([*NEW, '--agent-limit', 'boulware=0'], ['K >= 1']),
     ([*NEW, '--agent-limit', 'linear=2'], ['not in this tournament']),
