@@ -118,27 +118,21 @@ def _httpx():
     return h
 
 # %% ../nbs/06_llm.ipynb #fc2f48ad
-def _capped_transport():
-    "An HTTP transport that stops reading a reply once it is longer than `_MAX_REPLY` bytes."
-    h = _httpx()
-    class Stream(h.AsyncByteStream):
-        def __init__(self, inner, cap): self.inner, self.cap = inner, cap
+async def _cap_reply(response):
+    "A response hook: read the reply only up to `_MAX_REPLY` bytes, then raise `ReplyTooLarge`."
+    h, cap = _httpx(), _MAX_REPLY.get()
+    class Capped(h.AsyncByteStream):
+        def __init__(self, inner): self.inner = inner
         async def __aiter__(self):
             n = 0
             async for chunk in self.inner:
                 n += len(chunk)
-                if n > self.cap: raise ReplyTooLarge(f'the reply is longer than max_reply_bytes={self.cap}')
+                if n > cap: raise ReplyTooLarge(f'the reply is longer than max_reply_bytes={cap}')
                 yield chunk
         async def aclose(self): await self.inner.aclose()
-    class Capped(h.AsyncHTTPTransport):
-        async def handle_async_request(self, request):
-            r, cap = await super().handle_async_request(request), _MAX_REPLY.get()
-            if int(r.headers.get('content-length') or 0) > cap:
-                await r.aclose()
-                raise ReplyTooLarge(f'the reply has {r.headers["content-length"]} bytes; max_reply_bytes={cap}')
-            return h.Response(r.status_code, headers=r.headers, stream=Stream(r.stream, cap), extensions=r.extensions,
-                              request=request)
-    return Capped(limits=h.Limits(max_connections=1000, max_keepalive_connections=100))
+    if int(response.headers.get('content-length') or 0) > cap:
+        raise ReplyTooLarge(f'the reply has {response.headers["content-length"]} bytes; max_reply_bytes={cap}')
+    response.stream = Capped(response.stream)
 
 # %% ../nbs/06_llm.ipynb #451227d7
 class Endpoint:
@@ -150,7 +144,7 @@ class Endpoint:
         if key_env and not key:
             raise ConfigError(f'no API key: set the environment variable {key_env} for {base_url or "api.openai.com"}')
         self._secret = key
-        http = openai.DefaultAsyncHttpxClient(transport=_capped_transport(), timeout=timeout)
+        http = openai.DefaultAsyncHttpxClient(timeout=timeout, event_hooks={'response': [_cap_reply]})
         self.client = openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout,
                                          http_client=http)
         self.limiter = AdaptiveLimiter(concurrency)
