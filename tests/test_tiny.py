@@ -69,7 +69,8 @@ def test_openai_agent_against_transformers_serve(served, tiny_model, tmp_path):
     llm = rows['buyer'].str.startswith('openai')
     seller_llm = rows['seller'].str.startswith('openai')
     calls = rows.loc[llm, 'buyer_llm_calls'].sum() + rows.loc[seller_llm, 'seller_llm_calls'].sum()
-    assert calls > 0 and rows.loc[llm, 'buyer_cache_hits'].sum() == 0
+    hits = rows.loc[llm, 'buyer_cache_hits'].sum() + rows.loc[seller_llm, 'seller_cache_hits'].sum()
+    assert calls > 0 and hits < calls     # a few hits: games of two pairs asking the same thing at once share a request
     reasons = set(rows['end_reason'])
     assert reasons <= {'deal', 'quit', 'deadline', 'both_idle', 'event_cap', 'invalid_calls', 'agent_limit'}, reasons
     run_tournament(spec, tmp_path / 'b', concurrency=4, progress=False)
@@ -83,22 +84,24 @@ def test_openai_agent_against_transformers_serve(served, tiny_model, tmp_path):
         strip = lambda t: {k: v for k, v in t.items() if k != 'agent_info'}
         assert {g: strip(t) for g, t in x.transcripts()} == {g: strip(t) for g, t in y.transcripts()}
 
-def test_full_history_tiny_model_behind_transformers_serve_finishes_every_game(served, tiny_model, tmp_path):
-    """No window: the server answers HTTP 500 whenever the tiny model writes a malformed <tool_call>. The endpoint is
-    up, so a 500 repeated for the same request is the model's bad reply (an invalid call, scored), not an outage: the
-    12 games finish, none is left unplayed, and each game's wall time is recorded (within the run's; no absolute bound,
-    which a loaded machine would break)."""
+def test_full_history_tiny_model_behind_transformers_serve_ends_every_game(served, tiny_model, tmp_path):
+    """No window: the server answers HTTP 500 whenever the tiny model writes a malformed <tool_call>. A 5xx is the
+    server's whatever its body (issue 20), so such a game is recorded apart as unplayed (`server_error`), never scored
+    as the model's invalid call: every game ends, stored or recorded apart, none twice, and each stored game's wall
+    time is recorded (within the run's; no absolute bound, which a loaded machine would break)."""
     d, _ = tiny_model
     t0 = time.time()
     # max_tokens as the tiny model's own generation config: without it the server allows 1,024 tokens a reply
-    spec = TournamentSpec((f'openai:{d}@{served}?cache=off&max_tokens=96', 'boulware'), games_per_pair=6, seed=0,
-                          self_play=False)
+    spec = TournamentSpec((f'openai:{d}@{served}?cache=off&max_tokens=96&retries=1', 'boulware'), games_per_pair=6,
+                          seed=0, self_play=False)
     s = run_tournament(spec, tmp_path, concurrency=4, progress=False)
     print(f'12 games in {time.time() - t0:.1f} s: {s}')
-    assert s['stored'] == s['games'] == 12 and s['failed'] == 0, s
+    assert s['stored'] + s['failed'] == s['games'] == 12 and set(s['failures']) <= {'server_error'}, s
     with Store(tmp_path, create=False) as st:
         walls = [i['wall_s'] for _, t in st.transcripts() for i in t['agent_info'].values()]
-    assert len(walls) == 12 and all(0 < w <= s['seconds'] + 1 for w in walls), (walls, s['seconds'])
+        failed, ids = st.failures(), {g for g, _ in st.transcripts()}
+    assert len(failed) == s['failed'] and not set(failed['game_id']) & ids       # none both stored and unplayed
+    assert len(walls) == s['stored'] and all(0 < w <= s['seconds'] + 1 for w in walls), (walls, s['seconds'])
 
 def test_local_agent_batches_concurrent_games(tiny_model):
     "Concurrent games on one local model share generate() calls."
