@@ -71,7 +71,8 @@ def _kind_lines(k) -> list[str]:
     lines = [f'{k.name:<15}{k.description}']
     if k.arg or k.options:
         arg = f':{k.arg}' if k.needs_arg else f'[:{k.arg}]' if k.arg else ''
-        lines.append(f'{"":15}spec: {k.name}{arg}' + ('[?OPTION=VALUE&...]' if k.options else ''))
+        lines.append(f'{"":15}spec: {k.name}{arg}' + ('[?OPTION=VALUE&...]' if k.options else '')
+                     + (f', {k.arg} in {k.value.span()}' if k.value is not None else ''))
     if k.options:
         lines += textwrap.wrap('options: ' + ', '.join(_opt_text(n, o) for n, o in k.options.items()), 110,
                                initial_indent=' ' * 15, subsequent_indent=' ' * 24, break_on_hyphens=False)
