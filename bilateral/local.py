@@ -119,8 +119,8 @@ class LocalAgent(ChatAgent):
 
     def check(self):
         if not Path(self.path).is_dir(): raise ConfigError(f'no model folder at {self.path}')
-        if not (Path(self.path) / 'config.json').is_file():
-            raise ConfigError(f'{self.path} is not a transformers model folder (it has no config.json)')
+        if not any((Path(self.path) / f).is_file() for f in ('config.json', 'adapter_config.json')):
+            raise ConfigError(f'{self.path} is not a transformers model folder (no config.json or adapter_config.json)')
 
     async def start(self, brief: Brief):
         await super().start(brief)
