@@ -101,3 +101,34 @@ def test_trl_environment_class_plays_as_bargain_env(env_srv):
         local = BargainEnv('boulware')
         assert got == as_trl(local, row, replies)
         assert remote.done == local.eng.done
+
+def test_grpo_trainer_through_the_openenv_server(env_srv, tiny_model, tmp_path):
+    "TRL's GRPOTrainer, its environments `OpenEnvBargain` clients of the server, as TRL's OpenEnv guide wires one."
+    from functools import partial
+    import torch
+    from datasets import Dataset
+    from peft import LoraConfig
+    from transformers import AutoModelForCausalLM
+    from trl import GRPOConfig, GRPOTrainer
+    from bilateral.engine import replay
+    from bilateral.grpo import grpo_rows, grpo_tokenizer
+    from bilateral.openenv import openenv_reward
+    path, _ = tiny_model
+    envs = []
+    def factory():
+        envs.append(OpenEnvBargain(env_srv.url))
+        return envs[-1]
+    args = GRPOConfig(output_dir=str(tmp_path / 'trainer'), per_device_train_batch_size=4, num_generations=4,
+                      max_steps=2, max_completion_length=2048, use_cpu=True, bf16=False, report_to='none',
+                      logging_steps=1, save_strategy='no', disable_tqdm=True)
+    torch.set_num_threads(1)
+    tr = GRPOTrainer(model=AutoModelForCausalLM.from_pretrained(path), args=args, processing_class=grpo_tokenizer(path),
+                     train_dataset=Dataset.from_list(grpo_rows(2, 'buyer', seed=5)), reward_funcs=[openenv_reward],
+                     environment_factory=factory,
+                     peft_config=LoraConfig(r=8, lora_alpha=16, target_modules='all-linear', task_type='CAUSAL_LM'))
+    tr.train()
+    logs = [h for h in tr.state.log_history if 'reward' in h]
+    assert len(logs) == 2 and envs
+    for e in envs:
+        assert e.messages[0]['role'] == 'system' and any(m['role'] == 'tool' for m in e.messages)
+        e.client.close()
