@@ -13,7 +13,8 @@ from bilateral.grpo import train_grpo
 
 def main(model: str, name: str, **a):
     transformers.logging.set_verbosity_error()
-    num = {k: (float(v) if '.' in v or 'e-' in v else int(v)) for k, v in a.items() if k not in ('opponent', 'role', 'reward')}
+    words = ('opponent', 'role', 'reward')
+    num = {k: (float(v) if '.' in v or 'e-' in v else int(v)) for k, v in a.items() if k not in words}
     rep = train_grpo(model, f'/tmp/sweep-grpo-{name}', opponent=a.get('opponent', 'boulware'),
                      role=a.get('role', 'buyer'),
                      reward=a.get('reward', 'share-invalid-failed'), preset='dollars', **num)
