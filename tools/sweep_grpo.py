@@ -15,9 +15,9 @@ def main(model: str, name: str, **a):
     transformers.logging.set_verbosity_error()
     words = ('opponent', 'role', 'reward')
     num = {k: (float(v) if '.' in v or 'e-' in v else int(v)) for k, v in a.items() if k not in words}
-    rep = train_grpo(model, f'/tmp/sweep-grpo-{name}', opponent=a.get('opponent', 'boulware'),
-                     role=a.get('role', 'buyer'),
-                     reward=a.get('reward', 'share-invalid-failed'), preset='dollars', **num)
+    a = {'opponent': 'boulware', 'role': 'buyer', 'reward': 'share-invalid-failed', **a}   # kept in the settings
+    rep = train_grpo(model, f'/tmp/sweep-grpo-{name}', opponent=a['opponent'], role=a['role'], reward=a['reward'],
+                     preset='dollars', **num)
     out = Path(__file__).resolve().parents[1] / 'data' / 'sweeps' / 'grpo' / f'{name}.json'
     out.parent.mkdir(parents=True, exist_ok=True)
     keep = ('steps', 'rollouts', 'seconds', 'seconds_per_step', 'env_share', 'config', 'log', 'trend')
