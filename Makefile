@@ -3,7 +3,8 @@ PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 PIP     := $(BIN)/pip install -q -c constraints.txt
-EXTRAS  ?= dev,llm,local,train
+# The field's harnesses (inspect_ai, OpenEnv, PettingZoo) join the test environment: `pip check` stays clean with them.
+EXTRAS  ?= dev,llm,local,train,inspect,openenv,pettingzoo
 # Nothing is ever fetched from a model hub: the tests build their tiny model offline.
 export HF_HUB_OFFLINE := 1
 export HF_HUB_DISABLE_TELEMETRY := 1

@@ -318,8 +318,8 @@ def _csv(s: str | None) -> list | None: return [x for x in s.split(',') if x] if
 
 def _sft_filters(a) -> dict:
     "The selection options of `train sft`, as `sft.select_conversations` takes them."
-    f = {'agents': _csv(a.agents), 'role': a.role, 'deal': True if a.deal else None, 'min_share': a.min_share,
-         'tiers': _csv(a.tiers), 'opponents': _csv(a.opponents)}
+    f = {'agents': _csv(a.agents), 'role': None if a.role == 'both' else a.role, 'deal': True if a.deal else None,
+         'min_share': a.min_share, 'tiers': _csv(a.tiers), 'opponents': _csv(a.opponents)}
     return {k: v for k, v in f.items() if v is not None}
 
 # %% ../nbs/13_cli.ipynb #087c65e5
@@ -354,8 +354,8 @@ def _add_train(sub):
     t.add_argument('--backend', default='auto', choices=['auto', 'trl', 'unsloth'])
     t.add_argument('--max-steps', type=_number(int, 1), default=None)
     t.add_argument('--seed', type=SEED, default=0)
-    t.add_argument('--role', default=None, choices=['buyer', 'seller'],
-                   help="sft: the role's conversations; grpo: the model's role (buyer by default)")
+    t.add_argument('--role', default=None, choices=['buyer', 'seller', 'both'],
+                   help="sft: the role's conversations (both: all); grpo: the model's role (buyer by default)")
     t.add_argument('--data', type=_path, help='sft: a tournament run directory, or a saved SFT dataset')
     for o in ('agents', 'tiers', 'opponents'):
         t.add_argument(f'--{o}', default=None, help=f'sft: {o} to keep (comma separated)')

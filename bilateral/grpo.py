@@ -25,8 +25,8 @@ from .store import Store
 from .sft import _step_file, load_lora_model, pick_backend, save_trained, torch_threads
 
 # %% auto #0
-__all__ = ['PY_TYPE', 'CARRIER', 'REWARDS', 'GRPO_CONFIGS', 'tool_method', 'BargainEnv', 'reply_calls', 'response_parser',
-           'grpo_tokenizer', 'grpo_rows', 'reward_parts', 'Rewards', 'reward_trend', 'train_grpo']
+__all__ = ['PY_TYPE', 'CARRIER', 'GRPO_ROLES', 'REWARDS', 'GRPO_CONFIGS', 'tool_method', 'BargainEnv', 'reply_calls',
+           'response_parser', 'grpo_tokenizer', 'grpo_rows', 'reward_parts', 'Rewards', 'reward_trend', 'train_grpo']
 
 # %% ../nbs/09c_grpo.ipynb #7671cd95
 PY_TYPE = {'number': float, 'string': str, 'integer': int, 'boolean': bool}
@@ -62,7 +62,8 @@ class _Result:
 class BargainEnv:
     "One game per rollout: the trainer's model plays `role` through tool calls, a fixed agent plays the other side."
     def __init__(self, opponent: str = 'boulware', role: str = 'buyer', rules: Rules = Rules()):
-        self.opponent, self.role, self.rules, self.eng = opponent, Role(role), rules, None
+        self.opponent, self.rules, self.eng = opponent, rules, None
+        self.role = Role('buyer' if role == 'both' else role)   # 'both': each dataset row names its role
         self.loop = asyncio.new_event_loop()   # the opponent's, kept from game to game
         self.seconds = 0.0            # time spent in the environment and the engine, over every game it held
         make_agent(opponent)          # a bad spec fails here, before any training
@@ -90,9 +91,11 @@ def _advance(self: BargainEnv):
 
 # %% ../nbs/09c_grpo.ipynb #3a557c7b
 @patch
-def reset(self: BargainEnv, scenario: str, seed: int, first_mover: str = 'buyer', **row) -> str:
-    "Start the game of a dataset row; return the opening message (the rest of the row is ignored)."
+def reset(self: BargainEnv, scenario: str, seed: int, first_mover: str = 'buyer', role: str | None = None,
+          **row) -> str:
+    "Start the game of a dataset row (as its `role`, if it names one); return the opening message."
     t0 = time.perf_counter()
+    if role: self.role = Role(role)
     sc, rules = scenario_from_json(json.loads(scenario)), replace(self.rules, first_mover=first_mover)
     eng = self.eng = Engine(sc, rules, seed)
     self.agent = make_agent(self.opponent)
@@ -201,18 +204,23 @@ def _end_rollout(self: BargainEnv, completion: list | None = None):
     self.settled = True
 
 # %% ../nbs/09c_grpo.ipynb #8d73b176
+GRPO_ROLES = ('buyer', 'seller', 'both')
+
 def grpo_rows(n: int, role: str = 'buyer', preset: str = DEFAULT_PRESET, seed: int = 0, rules: Rules = Rules()) -> list:
-    "`n` games for `role` (scenarios apart from a tournament's of the same seed): prompt, scenario, seed, mover, index."
+    "`n` games for `role` ('both': buyer, buyer, seller, seller, ...), on scenarios apart from a tournament's."
+    if role not in GRPO_ROLES: raise ConfigError(f"role must be one of {', '.join(GRPO_ROLES)}, got {role!r}")
     rows = []
     for i, sc in enumerate(sample_scenarios(n, preset, derive_seed(seed, 'grpo'))):
-        fm = 'buyer' if i % 2 == 0 else 'seller'
-        brief = Engine(sc, replace(rules, first_mover=fm), seed + i).brief(Role(role))
+        fm, me = ('buyer', 'seller')[i % 2], (('buyer', 'seller')[i // 2 % 2] if role == 'both' else role)
+        brief = Engine(sc, replace(rules, first_mover=fm), seed + i).brief(Role(me))
         prompt = [{'role': 'system', 'content': system_prompt(brief)}, {'role': 'user', 'content': ''}]
         rows.append({'prompt': prompt, 'scenario': json.dumps(scenario_json(sc)), 'seed': seed + i,
-                     'first_mover': fm, 'scenario_index': i})
+                     'first_mover': fm, 'scenario_index': i, 'role': me})
     return rows
 
 # %% ../nbs/09c_grpo.ipynb #541a6fd2
+_FAILED = {EndReason.INVALID_CALLS, EndReason.AGENT_LIMIT, EndReason.CONTEXT_OVERFLOW}
+
 def reward_parts(env: BargainEnv) -> dict:
     "The reward components of a settled game, for the environment's role."
     sc, o, role = env.eng.scenario, env.eng.outcome, env.role
@@ -220,7 +228,7 @@ def reward_parts(env: BargainEnv) -> dict:
     g = 0 if not o.deal else (v - o.price if role is Role.BUYER else o.price - c)
     share = max(-1.0, min(1.0, g / max(abs(v - c), 0.05 * L)))
     return {'share': share, 'gain': g / L, 'deal': float(o.deal), 'no_deal': float(not o.deal),
-            'invalid': float(env.eng.parties[role].invalid)}
+            'invalid': float(env.eng.parties[role].invalid), 'failed': float(o.by is role and o.reason in _FAILED)}
 
 # %% ../nbs/09c_grpo.ipynb #5c8b126b
 REWARDS = {
@@ -229,6 +237,7 @@ REWARDS = {
     'share+deal': {'share': 1.0, 'deal': 0.25},
     'share-nodeal': {'share': 1.0, 'no_deal': -0.25},
     'share-invalid': {'share': 1.0, 'invalid': -0.05},
+    'share-invalid-failed': {'share': 1.0, 'invalid': -0.05, 'failed': -1.0},
 }
 
 # %% ../nbs/09c_grpo.ipynb #9d870741
@@ -236,7 +245,7 @@ class Rewards:
     "TRL reward functions of a variant, which also store every rollout's game in `store` and log its measures."
     def __init__(self, variant: str | dict = 'share', store: Store | None = None, names: dict | None = None):
         self.weights = REWARDS[variant] if isinstance(variant, str) and variant in REWARDS else variant
-        known = {'share', 'gain', 'deal', 'no_deal', 'invalid'}
+        known = {'share', 'gain', 'deal', 'no_deal', 'invalid', 'failed'}
         if not isinstance(self.weights, dict) or not set(self.weights) <= known:
             raise ConfigError(f"unknown reward {variant!r}; choose from {', '.join(REWARDS)} or a dict of weights")
         self.store, self.names, self.n, self.env_seconds = store, names or {}, 0, 0.0
@@ -288,11 +297,12 @@ _QWEN = dict(scenarios=500, num_generations=8, batch=8, max_steps=250, lr=5e-6, 
              lora_dropout=0.0, target_modules=['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj',
                                                'down_proj'],
              max_completion_length=8192, max_length=12288, temperature=1.0, beta=0.0, threads=0,
-             load_in_4bit=True, checkpointing=True, preset=DEFAULT_PRESET)
+             load_in_4bit=True, checkpointing=True, preset=DEFAULT_PRESET, max_reply_tokens=None)
 GRPO_CONFIGS = {
-    'tiny': dict(scenarios=64, num_generations=4, batch=4, max_steps=30, lr=1e-3, lora_r=16, lora_alpha=32,
+    'tiny': dict(scenarios=64, num_generations=4, batch=4, max_steps=30, lr=3e-3, lora_r=16, lora_alpha=32,
                  lora_dropout=0.0, target_modules='all-linear', max_completion_length=4096, max_length=8192,
-                 temperature=1.0, beta=0.02, threads=1, load_in_4bit=False, checkpointing=False, preset=DEFAULT_PRESET),
+                 temperature=1.0, beta=0.02, threads=1, load_in_4bit=False, checkpointing=False, preset=DEFAULT_PRESET,
+                 max_reply_tokens=96),   # each reply capped as an `hf:` agent caps it in a tournament
     'qwen3-8b': {**_QWEN, 'model': 'Qwen/Qwen3-8B'},
     'qwen3-14b': {**_QWEN, 'model': 'Qwen/Qwen3-14B'},
 }
@@ -307,7 +317,8 @@ def _grpo_args(cfg: dict, out: Path, weights: list, seed: int, progress: bool):
                       num_generations=cfg['num_generations'], max_steps=cfg['max_steps'], learning_rate=cfg['lr'],
                       max_completion_length=cfg['max_completion_length'], temperature=cfg['temperature'],
                       beta=cfg['beta'], reward_weights=weights, bf16=gpu, use_cpu=not gpu, report_to='none',
-                      logging_steps=1, save_strategy='no', seed=seed, disable_tqdm=not progress)
+                      logging_steps=1, save_strategy='no', seed=seed, disable_tqdm=not progress,
+                      generation_kwargs={'max_new_tokens': n} if (n := cfg.get('max_reply_tokens')) else None)
 
 # %% ../nbs/09c_grpo.ipynb #6cc07c40
 def _report(tr, rewards: Rewards, t: float, cfg: dict, **info) -> dict:
@@ -341,7 +352,8 @@ def reward_trend(log: list[dict], n_perm: int = 2000, seed: int = 0) -> dict:
 def train_grpo(model_dir, out_dir, opponent: str = 'boulware', role: str = 'buyer', config: str = 'tiny',
                backend: str = 'auto', reward: str | dict = 'share', max_steps: int | None = None,
                progress_file: str | None = None, seed: int = 0, progress: bool = False, **overrides) -> dict:
-    "GRPO of the model in `model_dir` as `role` against `opponent`; the model, rollouts and report go to `out_dir`."
+    """GRPO of the model in `model_dir` as `role` (buyer, seller or both) against `opponent`; the model, rollouts and
+    report go to `out_dir`."""
     from datasets import Dataset
     from trl import GRPOTrainer
     if config not in GRPO_CONFIGS:

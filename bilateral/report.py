@@ -111,8 +111,8 @@ PROFILES = {
          'self_play': False, 'first_mover': 'alternate', 'threads': 1},
         {'name': 'teacher', 'agents': [f'narrated:{a}' for a in LADDER], 'games_per_pair': 16, 'preset': 'dollars',
          'seed': 1, 'self_play': True, 'first_mover': 'alternate', 'paired': False, 'report': False}],
-        'train': {'preset': 'dollars', 'opponent': 'boulware', 'role': 'buyer', 'grpo_steps': 6, 'scenarios': 64,
-                  'reward': 'share-invalid', 'seed': 0, 'unseen': ['linear', 'conceder'], 'eval_games': 14,
+        'train': {'preset': 'dollars', 'opponent': 'conceder', 'role': 'buyer', 'grpo_steps': 30, 'scenarios': 64,
+                  'reward': 'share-invalid-failed', 'seed': 0, 'unseen': ['boulware', 'linear'], 'eval_games': 14,
                   'transfer_preset': DEFAULT_PRESET, 'transfer_unseen': ['linear'], 'transfer_games': 4}},
     'paper': {'concurrency': 32, 'n_boot': 1000, 'stages': [
         {'name': '', 'agents': ['openai:gpt-4.1', 'openai:o4-mini',

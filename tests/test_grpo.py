@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from bilateral.core import Role
 from bilateral.engine import replay, scenario_from_json
-from bilateral.grpo import CARRIER, BargainEnv, Rewards, grpo_rows, grpo_tokenizer, tool_method
+from bilateral.grpo import REWARDS, CARRIER, BargainEnv, Rewards, grpo_rows, grpo_tokenizer, reward_parts, tool_method
 from bilateral.play import play
 from bilateral.protocol import TOOLS, Rules, openai_tools
 from bilateral.store import Store
@@ -66,6 +66,21 @@ def test_a_bad_call_gets_the_engines_error_and_changes_nothing():
     assert codes == ['out_of_range', 'wrong_type', 'unknown_offer', 'unknown_tool', 'invalid_json', 'too_long']
     assert env.eng.state() == before
     assert env.eng.parties[Role.BUYER].invalid == 6
+
+
+def test_spending_the_invalid_allowance_is_a_failed_game_not_a_cheap_one():
+    """Spending the invalid-call allowance ends the game as `invalid_calls` by the model: `failed` is 1, and it costs
+    more than the worst deal."""
+    env = BargainEnv('boulware', 'seller')
+    env.reset(**grpo_rows(4, 'both')[2])
+    assert env.role is Role.SELLER
+    for _ in range(env.rules.max_invalid + 1): str(env.make_offer(price=-1.0))
+    assert env.eng.done and env.eng.outcome.reason.value == 'invalid_calls' and env.eng.outcome.by is Role.SELLER
+    parts = reward_parts(env)
+    assert (parts['failed'], parts['deal'], parts['invalid']) == (1.0, 0.0, env.rules.max_invalid + 1)
+    w = REWARDS['share-invalid-failed']
+    old = REWARDS['share-invalid']
+    assert sum(w[k] * parts[k] for k in w) < -1 < sum(old[k] * parts[k] for k in old)
 
 
 @pytest.fixture(scope='module')

@@ -1,7 +1,8 @@
 """A GRPO run of the chain's SFT model outside `make reproduce`, kept as a learning curve.
 
     python tools/sweep_grpo.py SFT_MODEL NAME key=value ...   (train_grpo's settings: max_steps, num_generations,
-                                                               batch, lr, beta, temperature, scenarios, opponent)
+                                                               batch, lr, beta, temperature, scenarios,
+                                                               opponent, role, reward)
 
 Writes data/sweeps/grpo/NAME.json (the settings and train_grpo's report: every step's log and the reward trend);
 `nbs/09c_grpo.ipynb` draws it."""
@@ -12,9 +13,11 @@ from bilateral.grpo import train_grpo
 
 def main(model: str, name: str, **a):
     transformers.logging.set_verbosity_error()
-    num = {k: (float(v) if '.' in v or 'e-' in v else int(v)) for k, v in a.items() if k != 'opponent'}
-    rep = train_grpo(model, f'/tmp/sweep-grpo-{name}', opponent=a.get('opponent', 'boulware'), role='buyer',
-                     reward='share-invalid', preset='dollars', **num)
+    words = ('opponent', 'role', 'reward')
+    num = {k: (float(v) if '.' in v or 'e-' in v else int(v)) for k, v in a.items() if k not in words}
+    a = {'opponent': 'boulware', 'role': 'buyer', 'reward': 'share-invalid-failed', **a}   # kept in the settings
+    rep = train_grpo(model, f'/tmp/sweep-grpo-{name}', opponent=a['opponent'], role=a['role'], reward=a['reward'],
+                     preset='dollars', **num)
     out = Path(__file__).resolve().parents[1] / 'data' / 'sweeps' / 'grpo' / f'{name}.json'
     out.parent.mkdir(parents=True, exist_ok=True)
     keep = ('steps', 'rollouts', 'seconds', 'seconds_per_step', 'env_share', 'config', 'log', 'trend')
