@@ -150,36 +150,33 @@ def wait_for_file(path: Path, proc, limit=120):
         assert time.time() - t0 < limit, 'the hold was never reached'
         time.sleep(0.02)
 
+def interrupted(cmd: list, env: dict, mark: Path) -> tuple[int, list]:
+    "Run `cmd` until it reaches the hold that writes `mark`, press Ctrl-C: (exit code, stderr lines)."
+    with child(cmd, env=env) as proc:
+        wait_for_file(mark, proc)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    return proc.returncode, err.strip().splitlines()
+
 def test_ctrl_c_at_start_up_is_one_line_and_writes_nothing(tmp_path):
     out, mark = tmp_path / 'run', tmp_path / 'held'
     env = {**os.environ, 'BILATERAL_TEST_HOLD_CHECK': str(mark)}
     cmd = [sys.executable, HELD_CLI, 'tournament', '--agents', 'held,linear', '--games-per-pair', '2', '--quiet',
            '--out', str(out)]
-    with child(cmd, env=env) as proc:
-        wait_for_file(mark, proc)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 2 and err.strip().splitlines() == [
-        f'bilateral: error: interrupted: 0 finished games are stored in {out}; run the same command again to resume']
+    assert interrupted(cmd, env, mark) == (2, [
+        f'bilateral: error: interrupted: 0 finished games are stored in {out}; run the same command again to resume'])
     assert not out.exists()
-    with child([sys.executable, HELD_CLI, 'run', '--buyer', 'held', '--seller', 'linear'], env=env) as proc:
-        mark.unlink()
-        wait_for_file(mark, proc)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and err.strip().splitlines() == ['bilateral: interrupted'], err
+    mark.unlink()
+    cmd = [sys.executable, HELD_CLI, 'run', '--buyer', 'held', '--seller', 'linear']
+    assert interrupted(cmd, env, mark) == (130, ['bilateral: interrupted'])
 
 def test_ctrl_c_while_the_leaderboard_is_computed_is_one_line_and_keeps_every_game(tmp_path):
     out, mark = tmp_path / 'run', tmp_path / 'held'
     env = {**os.environ, 'BILATERAL_TEST_HOLD_LEADERBOARD': str(mark)}
     cmd = [sys.executable, HELD_CLI, 'tournament', '--agents', 'held,linear', '--games-per-pair', '3', '--quiet',
            '--out', str(out)]
-    with child(cmd, env=env) as proc:
-        wait_for_file(mark, proc)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 2 and err.strip().splitlines() == [
-        f'bilateral: error: interrupted: 12 finished games are stored in {out}; run the same command again to resume']
+    assert interrupted(cmd, env, mark) == (2, [
+        f'bilateral: error: interrupted: 12 finished games are stored in {out}; run the same command again to resume'])
     assert stored(out) == 12
 
 def test_ctrl_c_tests_pass_with_sigint_ignored(root):
