@@ -25,8 +25,9 @@ from .store import Store
 from .sft import _step_file, load_lora_model, pick_backend, save_trained, torch_threads
 
 # %% auto #0
-__all__ = ['PY_TYPE', 'CARRIER', 'GRPO_ROLES', 'REWARDS', 'GRPO_CONFIGS', 'tool_method', 'BargainEnv', 'reply_calls',
-           'response_parser', 'grpo_tokenizer', 'grpo_rows', 'reward_parts', 'Rewards', 'reward_trend', 'train_grpo']
+__all__ = ['PY_TYPE', 'CARRIER', 'GRPO_ROLES', 'REWARD_PARTS', 'REWARDS', 'GRPO_CONFIGS', 'tool_method', 'BargainEnv',
+           'reply_calls', 'response_parser', 'grpo_tokenizer', 'grpo_rows', 'reward_parts', 'Rewards', 'reward_trend',
+           'train_grpo']
 
 # %% ../nbs/09c_grpo.ipynb #7671cd95
 PY_TYPE = {'number': float, 'string': str, 'integer': int, 'boolean': bool}
@@ -220,6 +221,7 @@ def grpo_rows(n: int, role: str = 'buyer', preset: str = DEFAULT_PRESET, seed: i
 
 # %% ../nbs/09c_grpo.ipynb #541a6fd2
 _FAILED = {EndReason.INVALID_CALLS, EndReason.AGENT_LIMIT, EndReason.CONTEXT_OVERFLOW}
+REWARD_PARTS = ('share', 'gain', 'deal', 'no_deal', 'invalid', 'failed')   # what `reward_parts` returns
 
 def reward_parts(env: BargainEnv) -> dict:
     "The reward components of a settled game, for the environment's role."
@@ -245,8 +247,7 @@ class Rewards:
     "TRL reward functions of a variant, which also store every rollout's game in `store` and log its measures."
     def __init__(self, variant: str | dict = 'share', store: Store | None = None, names: dict | None = None):
         self.weights = REWARDS[variant] if isinstance(variant, str) and variant in REWARDS else variant
-        known = {'share', 'gain', 'deal', 'no_deal', 'invalid', 'failed'}
-        if not isinstance(self.weights, dict) or not set(self.weights) <= known:
+        if not isinstance(self.weights, dict) or not set(self.weights) <= set(REWARD_PARTS):
             raise ConfigError(f"unknown reward {variant!r}; choose from {', '.join(REWARDS)} or a dict of weights")
         self.store, self.names, self.n, self.env_seconds = store, names or {}, 0, 0.0
 

@@ -1,4 +1,4 @@
-"""The game as an inspect_ai evaluation: a `bargaining()` task whose samples are a tournament's games, a solver that plays each with the seats bound to inspect's model roles, a scorer of share, deal, individual rationality and invalid calls, and the game's record in each sample's metadata, loadable back into a results store.
+"""The game as an inspect_ai task: tournament games as samples, model roles as seats.
 
 Docs: https://github.com/bilateral-dev/bilateral/inspect.html.md"""
 

@@ -1,4 +1,4 @@
-"""The game as an OpenEnv environment: a WebSocket server whose sessions each play one seat against an opponent that plays inside the server, a typed client, and a class for TRL's `environment_factory` that plays through it.
+"""The game as an OpenEnv environment: a WebSocket server, a typed client, a TRL class.
 
 Docs: https://github.com/bilateral-dev/bilateral/openenv.html.md"""
 

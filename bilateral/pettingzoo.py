@@ -1,4 +1,4 @@
-"""The game as a PettingZoo AEC environment: both seats played by the caller, one reply per step, text observations with a numeric summary beside them, passing PettingZoo's own `api_test` and `seed_test`.
+"""The game as a PettingZoo AEC environment: both seats played by the caller, one reply a step.
 
 Docs: https://github.com/bilateral-dev/bilateral/pettingzoo.html.md"""
 

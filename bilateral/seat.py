@@ -1,4 +1,4 @@
-"""A game in which one or both seats are played by a caller outside the package (a harness, a server's client): the tournament's own driver, `play_game`, paused at each of those seats' replies.
+"""A game whose seats a caller outside the package plays, through the tournament's own driver.
 
 Docs: https://github.com/bilateral-dev/bilateral/seat.html.md"""
 

@@ -83,6 +83,14 @@ def test_spending_the_invalid_allowance_is_a_failed_game_not_a_cheap_one():
     assert sum(w[k] * parts[k] for k in w) < -1 < sum(old[k] * parts[k] for k in old)
 
 
+def test_the_tiny_config_caps_each_reply_for_trl_as_a_tournament_does(tmp_path):
+    "TRL generates each reply of a rollout under the `hf:` agent's cap, not up to the whole completion budget."
+    from bilateral.grpo import GRPO_CONFIGS, _grpo_args
+    args = _grpo_args(GRPO_CONFIGS['tiny'], tmp_path, [1.0], 0, False)
+    assert args.generation_kwargs == {'max_new_tokens': 96} and args.max_completion_length == 4096
+    assert _grpo_args(GRPO_CONFIGS['qwen3-8b'], tmp_path, [1.0], 0, False).generation_kwargs is None
+
+
 @pytest.fixture(scope='module')
 def grpo_run(tiny_model, tmp_path_factory):
     """Three GRPO steps with LoRA on the tiny model, recording each rollout's conversation (environments are pooled and
