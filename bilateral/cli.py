@@ -164,7 +164,7 @@ def cmd_tournament(a) -> str:
     from bilateral.tournament import TournamentSpec, run_tournament
     agents = tuple(x for x in a.agents.split(',') if x)
     spec = TournamentSpec(agents, a.games_per_pair, a.preset, a.seed, not a.no_self_play,
-                          first_mover=a.first_mover, paired=not a.unpaired)
+                          rules=Rules(deadline=a.deadline), first_mover=a.first_mover, paired=not a.unpaired)
     limits = _agent_limits(a.agent_limit)
     try:
         s = run_tournament(spec, a.out, concurrency=a.concurrency, agent_limits=limits, progress=not a.quiet,
@@ -191,6 +191,8 @@ def _add_tournament(sub):
     t.add_argument('--workers', type=_number(int, 1), default=None,
                    help='worker processes that play the games (default: the cores available, where that pays)')
     t.add_argument('--preset', default=DEFAULT_PRESET, choices=list(PRESETS))
+    t.add_argument('--deadline', type=_number(float, 0, 86_400, above=True), default=Rules.deadline,
+                   help='simulated seconds a game lasts at most')
     t.add_argument('--first-mover', default='alternate', choices=['buyer', 'seller', 'alternate'],
                    help='who moves first: alternate (default) switches between the paired scenarios')
     t.add_argument('--agent-limit', action='append', default=[], metavar='AGENT=K',
@@ -335,7 +337,8 @@ def cmd_train(a) -> str:
             rep = train_grpo(a.model, out, opponent=a.opponent, role=a.role or 'buyer', config=a.config,
                              backend=a.backend, reward=a.reward, seed=a.seed, progress=True,
                              **steps, **({'scenarios': a.scenarios} if a.scenarios else {}),
-                             **({'preset': a.preset} if a.preset else {}))
+                             **({'preset': a.preset} if a.preset else {}),
+                             **({'deadline': a.deadline} if a.deadline else {}))
             return json.dumps(rep, indent=1)
         data = Path(a.data)
         if (data / 'games.sqlite').exists():
@@ -367,6 +370,8 @@ def _add_train(sub):
     t.add_argument('--scenarios', type=_number(int, 1), default=None,
                    help="grpo: scenarios to train on (the config's by default)")
     t.add_argument('--preset', default=None, choices=list(PRESETS), help="grpo: their preset (the config's by default)")
+    t.add_argument('--deadline', type=_number(float, 0, 86_400, above=True), default=None,
+                   help="grpo: simulated seconds a game lasts at most (the config's by default)")
     t.set_defaults(fn=cmd_train)
 
 # %% ../nbs/13_cli.ipynb #771b338a
@@ -380,7 +385,8 @@ def cmd_evaluate(a) -> str:
     "Play labelled models against the training opponents and unseen ones; write and print the comparison."
     from bilateral.evaluate import evaluate
     r = evaluate(_labelled(a.model), _csv(a.seen) or [], _csv(a.unseen) or [], a.out, games_per_pair=a.games_per_pair,
-                 seed=a.seed, concurrency=a.concurrency, n_boot=a.n_boot, progress=not a.quiet)
+                 seed=a.seed, concurrency=a.concurrency, n_boot=a.n_boot, progress=not a.quiet, preset=a.preset,
+                 deadline=a.deadline)
     md = Path(a.out) / 'evaluation.md'
     return md.read_text() if md.exists() else dumps(r['summary'])
 
@@ -392,6 +398,9 @@ def _add_evaluate(sub):
     e.add_argument('--unseen', default='', help='opponents never seen in training, comma separated')
     e.add_argument('--out', required=True, type=_path)
     e.add_argument('--games-per-pair', type=_number(int, 1), default=20)
+    e.add_argument('--preset', default=DEFAULT_PRESET, choices=list(PRESETS), help='the scenarios played')
+    e.add_argument('--deadline', type=_number(float, 0, 86_400, above=True), default=Rules.deadline,
+                   help='simulated seconds a game lasts at most')
     e.add_argument('--concurrency', type=_number(int, 1), default=8)
     e.add_argument('--n-boot', type=_number(int, 10), default=1000)
     e.add_argument('--seed', type=SEED, default=0)

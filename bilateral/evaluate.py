@@ -12,6 +12,7 @@ import pandas as pd
 import altair as alt
 from .core import ConfigError
 from .scenarios import DEFAULT_PRESET
+from .protocol import Rules, world
 from .metrics import bootstrap_ci, role_table
 from .store import Store
 from .play import run_sync
@@ -58,20 +59,20 @@ def eval_runs(models: dict, seen: list, unseen: list, out_dir) -> list[dict]:
 
 # %% ../nbs/11b_evaluate.ipynb #7d2187b3
 def eval_spec(run: dict, games_per_pair: int = 20, seed: int = 0, preset: str = DEFAULT_PRESET,
-              first_mover: str = 'alternate') -> TournamentSpec:
+              first_mover: str = 'alternate', deadline: float = Rules.deadline) -> TournamentSpec:
     "The tournament of one run: the model against its opponent, each in both roles, no self-play."
     return TournamentSpec((run['spec'], run['opponent']), games_per_pair, preset, seed, self_play=False,
-                          first_mover=first_mover)
+                          rules=Rules(deadline=deadline), first_mover=first_mover)
 
 # %% ../nbs/11b_evaluate.ipynb #57189ddb
 async def play_runs_async(runs: list[dict], games_per_pair: int = 20, seed: int = 0, preset: str = DEFAULT_PRESET,
                           first_mover: str = 'alternate', concurrency: int = 8, progress: bool = False,
-                          workers: int | None = 1) -> list[dict]:
+                          workers: int | None = 1, deadline: float = Rules.deadline) -> list[dict]:
     "Play the missing games of every run, one model at a time, its opponents at once; the tournaments' summaries."
     out = []
     for m in dict.fromkeys(r['model'] for r in runs):
         mine = [r for r in runs if r['model'] == m]
-        specs = [(eval_spec(r, games_per_pair, seed, preset, first_mover), r['run_dir']) for r in mine]
+        specs = [(eval_spec(r, games_per_pair, seed, preset, first_mover, deadline), r['run_dir']) for r in mine]
         out += await asyncio.gather(*(run_tournament_async(s, d, concurrency=concurrency, progress=progress,
                                                            workers=workers) for s, d in specs))
     return out
@@ -251,11 +252,11 @@ def tier_chart(tiers: pd.DataFrame) -> alt.FacetChart:
 # %% ../nbs/11b_evaluate.ipynb #5cb358b0
 BEHAVIOUR_SHOWN = ('anchor', 'concession', 'concession_front', 't_first_concession', 'wait_s')
 
-def eval_figures(tables: dict, fig_dir, preset: str | None = None) -> dict:
-    "Write the outcome, tier and behaviour figures (titled with the scenarios' preset); return their paths."
+def eval_figures(tables: dict, fig_dir, world: str | None = None) -> dict:
+    "Write the outcome, tier and behaviour figures (titled with the world played in); return their paths."
     charts = {'outcomes': ci_chart(tables['outcomes']), 'share_by_tier': tier_chart(tables['tiers']),
               'behaviour': ci_chart(tables['behaviour'], BEHAVIOUR_SHOWN)}
-    if preset: charts = {n: ch.properties(title=f"{n.replace('_', ' ')}, {preset} scenarios") for n, ch in
+    if world: charts = {n: ch.properties(title=f"{n.replace('_', ' ')}, {world} world") for n, ch in
                          charts.items()}
     return {name: save_chart(ch, Path(fig_dir) / name) for name, ch in charts.items()}
 
@@ -287,9 +288,9 @@ def findings(tables: dict) -> list[str]:
 SANITY_SHOWN = ['model', 'group', 'role', 'games', 'deal_rate', 'first_list_median', 'first_list_p10', 'first_list_p90',
                 'log_corr', 'distinct_per_item', 'beyond_share', 'absurd_share', 'ir_of_deals', 'invalid_per_game']
 
-def _evaluation_md(tables: dict, said: list[str], preset: str | None = None) -> str:
+def _evaluation_md(tables: dict, said: list[str], world: str | None = None) -> str:
     "The evaluation as markdown: the headline for both roles and each role, the gaps, the tiers, the sentences."
-    parts = [f'# Evaluation{f", {preset} scenarios" if preset else ""}', '']
+    parts = [f'# Evaluation{f", {world} world" if world else ""}', '']
     for role in ('both', 'buyer', 'seller'):
         parts += [f'## Share and deal rate [95 % CI], {role} role{"s" if role == "both" else ""}', '',
                   markdown_table(headline(tables['outcomes'], role).reset_index(names='model')), '']
@@ -300,15 +301,15 @@ def _evaluation_md(tables: dict, said: list[str], preset: str | None = None) -> 
               '## Share by price tier', '', markdown_table(tables['tiers'][tier_cols]), '', '## In words', '']
     return '\n'.join(parts + [f'- {s}' for s in said]) + '\n'
 
-def write_evaluation(out_dir, tables: dict, figures: bool = True, preset: str | None = None) -> dict:
-    "Write tables/*.csv (with a `preset` column when given), evaluation.md and figures/; return the paths written."
+def write_evaluation(out_dir, tables: dict, figures: bool = True, world: str | None = None) -> dict:
+    "Write tables/*.csv (with a `world` column when given), evaluation.md and figures/; return the paths written."
     out = Path(out_dir)
     (out / 'tables').mkdir(parents=True, exist_ok=True)
     for name, df in tables.items():
-        (df.assign(preset=preset) if preset else df).to_csv(out / 'tables' / f'{name}.csv', index=False,
+        (df.assign(world=world) if world else df).to_csv(out / 'tables' / f'{name}.csv', index=False,
                                                            float_format='%.6g')
-    (out / 'evaluation.md').write_text(_evaluation_md(tables, findings(tables), preset))
-    figs = eval_figures(tables, out / 'figures', preset) if figures else {}
+    (out / 'evaluation.md').write_text(_evaluation_md(tables, findings(tables), world))
+    figs = eval_figures(tables, out / 'figures', world) if figures else {}
     return {'tables': [f'tables/{n}.csv' for n in tables], 'markdown': 'evaluation.md',
             'figures': sorted(f'figures/{n}.png' for n in figs)}
 
@@ -331,18 +332,19 @@ def _eval_summary(settings: dict, runs: list, played: list, rows: pd.DataFrame, 
 def evaluate(models: dict, seen: list, unseen: list, out_dir, games_per_pair: int = 20, seed: int = 0,
              preset: str = DEFAULT_PRESET, concurrency: int = 8, n_boot: int = 1000, first_mover: str = 'alternate',
              reference: str | None = None, progress: bool = False, workers: int | None = 1,
-             figures: bool = True) -> dict:
+             figures: bool = True, deadline: float = Rules.deadline) -> dict:
     """Play every model ({label: agent spec}) against the `seen` and `unseen` opponents in both roles on the same
     scenarios (resuming the runs under `out_dir/runs`), then write tables, figures, evaluation.md and summary.json."""
     if not 10 <= n_boot <= 100_000: raise ConfigError(f'n_boot must be 10 to 100,000, got {n_boot}')
     runs = eval_runs(models, seen, unseen, out_dir)
     played = play_runs(runs, games_per_pair=games_per_pair, seed=seed, preset=preset, first_mover=first_mover,
-                       concurrency=concurrency, progress=progress, workers=workers)
+                       concurrency=concurrency, progress=progress, workers=workers, deadline=deadline)
     rows = eval_rows(runs)
     tables = eval_tables(rows, n_boot, seed, reference)
-    files = write_evaluation(out_dir, tables, figures, preset)
+    files = write_evaluation(out_dir, tables, figures, world(preset, deadline))
     settings = {'models': dict(models), 'seen': list(seen), 'unseen': list(unseen), 'games_per_pair': games_per_pair,
-                'seed': seed, 'preset': preset, 'first_mover': first_mover, 'n_boot': n_boot,
+                'seed': seed, 'preset': preset, 'deadline': deadline, 'world': world(preset, deadline),
+                'first_mover': first_mover, 'n_boot': n_boot,
                 'reference': reference or next(iter(models))}
     summary = _eval_summary(settings, runs, played, rows, tables, files)
     (Path(out_dir) / 'summary.json').write_text(json.dumps(summary, indent=1))

@@ -298,11 +298,13 @@ _QWEN = dict(scenarios=500, num_generations=8, batch=8, max_steps=250, lr=5e-6, 
              lora_dropout=0.0, target_modules=['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj',
                                                'down_proj'],
              max_completion_length=8192, max_length=12288, temperature=1.0, beta=0.0, threads=0,
-             load_in_4bit=True, checkpointing=True, preset=DEFAULT_PRESET, max_reply_tokens=None)
+             load_in_4bit=True, checkpointing=True, preset=DEFAULT_PRESET, deadline=Rules.deadline,
+             max_reply_tokens=None)
 GRPO_CONFIGS = {
     'tiny': dict(scenarios=64, num_generations=4, batch=4, max_steps=30, lr=3e-3, lora_r=16, lora_alpha=32,
                  lora_dropout=0.0, target_modules='all-linear', max_completion_length=4096, max_length=8192,
                  temperature=1.0, beta=0.02, threads=1, load_in_4bit=False, checkpointing=False, preset=DEFAULT_PRESET,
+                 deadline=Rules.deadline,
                  max_reply_tokens=96),   # each reply capped as an `hf:` agent caps it in a tournament
     'qwen3-8b': {**_QWEN, 'model': 'Qwen/Qwen3-8B'},
     'qwen3-14b': {**_QWEN, 'model': 'Qwen/Qwen3-14B'},
@@ -363,11 +365,12 @@ def train_grpo(model_dir, out_dir, opponent: str = 'boulware', role: str = 'buye
     cfg = {**GRPO_CONFIGS[config], **overrides, **({'max_steps': max_steps} if max_steps else {})}
     out, be, rewards = Path(out_dir), pick_backend(backend), Rewards(reward, Store(Path(out_dir) / 'rollouts'))
     model, tok, peft = load_lora_model(str(model_dir), cfg, be)
+    rules = Rules(deadline=cfg['deadline'])
     with torch_threads(cfg['threads']):
         tr = GRPOTrainer(model=model, args=_grpo_args(cfg, out, list(rewards.weights.values()), seed, progress),
-                         train_dataset=Dataset.from_list(grpo_rows(cfg['scenarios'], role, cfg['preset'], seed)),
+                         train_dataset=Dataset.from_list(grpo_rows(cfg['scenarios'], role, cfg['preset'], seed, rules)),
                          processing_class=grpo_tokenizer(model_dir), reward_funcs=rewards.funcs(),
-                         environment_factory=partial(BargainEnv, opponent, role), peft_config=peft,
+                         environment_factory=partial(BargainEnv, opponent, role, rules), peft_config=peft,
                          callbacks=[_step_file(progress_file)] if progress_file else None)
         t0 = time.perf_counter()
         tr.train()

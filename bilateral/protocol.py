@@ -14,7 +14,7 @@ from .core import BilateralError, ConfigError, EndReason, Item, Role
 
 # %% auto #0
 __all__ = ['BEFORE_RULES', 'ERROR_CODES', 'FORMAT_ERRORS', 'Price', 'Seconds', 'OfferId', 'Text', 'Message', 'TOOLS', 'Rules',
-           'Brief', 'ToolCall', 'ToolResult', 'Observation', 'ToolError', 'Limits', 'Kind', 'Tool', 'tool',
+           'world', 'Brief', 'ToolCall', 'ToolResult', 'Observation', 'ToolError', 'Limits', 'Kind', 'Tool', 'tool',
            'openai_tools', 'make_offer', 'accept_offer', 'reject_offer', 'send_message', 'wait_for_response', 'wait',
            'quit_negotiation', 'parse_arguments', 'plain_arguments', 'check_call', 'validate_call']
 
@@ -47,6 +47,11 @@ def from_json(cls: Rules, d: dict) -> Rules:
     "The rules of a stored record (`asdict` of a `Rules`); keys it lacks take their value from before they existed."
     d = {**BEFORE_RULES, **d}
     return cls(**{**d, 'latency': tuple(d.get('latency', Rules.latency))})
+
+# %% ../nbs/02_protocol.ipynb #a7c1e0d2
+def world(preset: str, deadline: float = Rules.deadline) -> str:
+    "The world's name: the preset, with the deadline where it is not the default."
+    return preset if deadline == Rules.deadline else f'{preset}-{deadline:g}s'
 
 # %% ../nbs/02_protocol.ipynb #f8b61566
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from .core import BilateralError, ConfigError
 from .scenarios import DEFAULT_PRESET
 from .strategies import LADDER
 from .store import Store, StoreError
+from .protocol import Rules
 from .tournament import TournamentSpec
 from .metrics import leaderboard
 from . import plots
@@ -109,9 +110,11 @@ PROFILES = {
          'first_mover': 'alternate', 'findings': True},
         {'name': 'tiny', 'agents': [TINY_SPEC] + LADDER, 'games_per_pair': 4, 'preset': DEFAULT_PRESET, 'seed': 0,
          'self_play': False, 'first_mover': 'alternate', 'threads': 1},
-        {'name': 'teacher', 'agents': [f'narrated:{a}' for a in LADDER], 'games_per_pair': 16, 'preset': 'dollars',
-         'seed': 1, 'self_play': True, 'first_mover': 'alternate', 'paired': False, 'report': False}],
-        'train': {'preset': 'dollars', 'opponent': 'conceder', 'role': 'buyer', 'grpo_steps': 30, 'scenarios': 64,
+        {'name': 'teacher', 'agents': [f'narrated:{a}' for a in LADDER], 'games_per_pair': 32, 'preset': 'dollars',
+         'deadline': 60.0, 'seed': 1, 'self_play': True, 'first_mover': 'alternate', 'paired': False,
+         'report': False}],
+        'train': {'preset': 'dollars', 'deadline': 60.0, 'opponent': 'conceder', 'role': 'buyer', 'grpo_steps': 30,
+                  'scenarios': 64,
                   'reward': 'share-invalid-failed', 'seed': 0, 'unseen': ['boulware', 'linear'], 'eval_games': 14,
                   'transfer_preset': DEFAULT_PRESET, 'transfer_unseen': ['linear'], 'transfer_games': 4}},
     'paper': {'concurrency': 32, 'n_boot': 1000, 'stages': [
@@ -196,7 +199,7 @@ def _stage_params(st: dict, d: Path, tiny: Path, concurrency: int) -> dict:
     return {'agents': [a.replace('{tiny}', str(tiny)) for a in st['agents']], 'games_per_pair': st['games_per_pair'],
             'preset': st['preset'], 'seed': st['seed'], 'concurrency': concurrency, 'self_play': st['self_play'],
             'first_mover': st.get('first_mover', 'alternate'), 'threads': st.get('threads', 0),
-            'paired': st.get('paired', True), 'out_dir': str(d)}
+            'paired': st.get('paired', True), 'deadline': st.get('deadline', Rules.deadline), 'out_dir': str(d)}
 
 # %% ../nbs/12_report.ipynb #f59f1405
 def _stage_follow(sp: dict, name: str) -> tuple:
@@ -215,19 +218,19 @@ def _build_tiny(run_dir: Path, tiny: Path, params: dict, progress: bool):
 # %% ../nbs/12_report.ipynb #0f05165b
 def _train(run_dir: Path, tr: dict, n_boot: int, progress: bool):
     "The training chain of a profile: base and SFT, GRPO, then the evaluation of the three, into `run_dir/training`."
-    d, seed, preset = run_dir / 'training', tr['seed'], tr['preset']
+    d, seed, preset, dl = run_dir / 'training', tr['seed'], tr['preset'], tr.get('deadline', Rules.deadline)
     with tempfile.TemporaryDirectory() as tmp:
         f, g = Path(tmp) / 'sft.json', Path(tmp) / 'grpo.json'
         _execute('train_sft', d / 'train_sft.ipynb', {'out_dir': str(d), 'teacher_run': str(run_dir / 'teacher'),
-                 'strong_from': str(run_dir), 'preset': preset, 'seed': seed, 'progress_file': str(f)}, progress,
-                 (partial(_steps_done, f), 'base and SFT training', 'step'))
+                 'strong_from': str(run_dir), 'preset': preset, 'deadline': dl, 'seed': seed,
+                 'progress_file': str(f)}, progress, (partial(_steps_done, f), 'base and SFT training', 'step'))
         gp = {'out_dir': str(d), 'opponent': tr['opponent'], 'role': tr['role'], 'max_steps': tr['grpo_steps'],
-              'scenarios': tr['scenarios'], 'reward': tr['reward'], 'preset': preset, 'seed': seed,
+              'scenarios': tr['scenarios'], 'reward': tr['reward'], 'preset': preset, 'deadline': dl, 'seed': seed,
               'progress_file': str(g)}
         _execute('train_grpo', d / 'train_grpo.ipynb', gp, progress, (partial(_steps_done, g), 'GRPO', 'step'))
     models = {'base': f"hf:{d / 'base'}", 'sft': f"hf:{d / 'sft'}", 'grpo': f"hf:{d / 'grpo' / 'model'}"}
     ev = {'models': models, 'seen': [tr['opponent']], 'unseen': tr['unseen'], 'seed': seed, 'concurrency': 16,
-          'threads': 1, 'n_boot': n_boot}
+          'threads': 1, 'n_boot': n_boot, 'deadline': dl}
     for name, p, n, un in (('evaluation', preset, tr['eval_games'], tr['unseen']),
                            ('transfer', tr['transfer_preset'], tr['transfer_games'], tr['transfer_unseen'])):
         _execute('evaluate', d / f'{name}.ipynb', {**ev, 'preset': p, 'games_per_pair': n, 'unseen': un,

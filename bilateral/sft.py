@@ -95,13 +95,14 @@ def torch_threads(n: int | None):
 
 # %% ../nbs/09b_sft.ipynb #a3ffbcd3
 def ladder_conversations(n_games: int = 300, seed: int = 0, preset: str = 'mixed', agents=None,
-                         first_mover: str = 'buyer') -> list:
+                         first_mover: str = 'buyer', deadline: float = Rules.deadline) -> list:
     "Both sides' conversations of `n_games` narrated games of `agents` (the ladder), each on a scenario of its own."
     agents = list(agents or LADDER)
     pairs, scs = [(b, s) for b in agents for s in agents], sample_scenarios(n_games, preset, seed)
-    def mover(i): return first_mover if first_mover != 'alternate' else ('buyer', 'seller')[i % 2]
+    def rules(i): return Rules(deadline=deadline, first_mover=first_mover if first_mover != 'alternate'
+                               else ('buyer', 'seller')[i % 2])
     async def go():
-        return [await play_game(sc, *(f'narrated:{a}' for a in pairs[i % len(pairs)]), Rules(first_mover=mover(i)),
+        return [await play_game(sc, *(f'narrated:{a}' for a in pairs[i % len(pairs)]), rules(i),
                                 seed=derive_seed(seed, 'sft', i)) for i, sc in enumerate(scs)]
     return [c for g in run_sync(go()) for c in g.messages.values()]
 
@@ -113,10 +114,10 @@ def build_tiny_model(out_dir: str | Path, n_games: int = 100, epochs: float = 2,
                      batch: int = 4, hidden: int = 128, layers: int = 4, threads: int = 1,
                      progress_file: str | None = None, preset: str = 'mixed', agents=None, first: int | None = None,
                      whole: float = 0.1, first_mover: str = 'buyer', max_steps: int | None = None,
-                     callbacks: list | None = None) -> dict:
+                     callbacks: list | None = None, deadline: float = Rules.deadline) -> dict:
     "Build, train and save the tiny model (full history cut after `first` replies when `window` is None); a report."
     t0, out_dir, rng = time.perf_counter(), Path(out_dir), random.Random(seed)
-    convs = ladder_conversations(n_games, seed, preset, agents, first_mover)
+    convs = ladder_conversations(n_games, seed, preset, agents, first_mover, deadline)
     tok = train_tokenizer(convs, vocab_size)
     samples = [w for c in convs for w in (cuts(c, first, rng.random() < whole) if window is None and first
                                           else windows(c, window, per_conv, rng))]
@@ -131,7 +132,7 @@ def build_tiny_model(out_dir: str | Path, n_games: int = 100, epochs: float = 2,
     tok.save_pretrained(out_dir)
     rep = {'params': sum(p.numel() for p in model.parameters()), 'vocab': len(tok), 'conversations': len(convs),
            'scenarios': n_games, 'samples': len(samples), 'tokens': sum(map(len, ds['input_ids'])), 'window': window,
-           'first': first, 'epochs': epochs, 'threads': threads, 'final_loss': round(loss, 4),
+           'first': first, 'epochs': epochs, 'threads': threads, 'deadline': deadline, 'final_loss': round(loss, 4),
            'seconds': round(time.perf_counter() - t0, 1)}
     (out_dir / 'bilateral_tiny.json').write_text(json.dumps(rep, indent=1))
     return rep

@@ -202,3 +202,15 @@ def test_read_only_run_dir_or_parent_gets_one_line(read_only_dir):
                  ['report', run_dir], ['view', run_dir]):
         one_line(run(*args), 'the run directory must be writable')
     assert snapshot(read_only_dir) == before
+
+
+def test_tournament_deadline_is_played_and_part_of_the_spec(tmp_path):
+    "`--deadline 60`: every stored game kept to it; the same run directory refuses the default deadline in one line."
+    from bilateral.store import Store
+    assert run('tournament', '--agents', 'boulware,conceder', '--games-per-pair', '2', '--deadline', '60',
+               '--out', str(tmp_path), '--quiet').returncode == 0
+    with Store(tmp_path, create=False) as st:
+        ts = [t for _, t in st.transcripts()]
+    assert len(ts) == 8 and all(t['rules']['deadline'] == 60 and t['outcome']['t'] <= 60 for t in ts)
+    one_line(run('tournament', '--agents', 'boulware,conceder', '--games-per-pair', '2', '--out', str(tmp_path),
+                 '--quiet'), 'another tournament', 'rules')

@@ -5,6 +5,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from bilateral.evaluate import evaluate
+from bilateral.store import Store
 
 LABELS, SEEN, UNSEEN, GAMES, N_BOOT = ('base', 'sft', 'grpo'), ['boulware'], ['conceder'], 2, 200
 
@@ -109,3 +110,18 @@ def test_experiment_notebook_runs_through_papermill(evaluated, root, tmp_path):
     assert not any(o.get('output_type') == 'error' for c in cells for o in c.get('outputs', []))
     text = json.dumps(cells)
     assert 'sft vs base, seen opponents: share' in text and 'tier spread of share' in text
+
+
+def test_a_world_with_another_deadline_reaches_every_game_and_table(tmp_path):
+    """`deadline` is played in every game of every run, and the world's name (`dollars-60s`) is in the summary, every
+    table and the markdown; scripted agents stand in for the models."""
+    ev = evaluate({'m': 'boulware'}, ['conceder'], ['linear'], tmp_path, games_per_pair=2, preset='dollars',
+                  deadline=60, n_boot=10, figures=False)
+    deadlines = set()
+    for db in tmp_path.glob('runs/*/*/games.sqlite'):
+        with Store(db.parent, create=False) as st: deadlines |= {t['rules']['deadline'] for _, t in st.transcripts()}
+    assert deadlines == {60.0} and len(ev['rows']) == 8
+    assert ev['summary']['world'] == 'dollars-60s' and ev['summary']['deadline'] == 60
+    tables = [t for t in map(pd.read_csv, tmp_path.glob('tables/*.csv')) if len(t)]     # one model: no gaps
+    assert len(tables) >= 4 and all(set(t['world']) == {'dollars-60s'} for t in tables)
+    assert (tmp_path / 'evaluation.md').read_text().startswith('# Evaluation, dollars-60s world')

@@ -188,12 +188,15 @@ def test_train_grpo_from_the_command_line_then_report(tiny_model, tmp_path):
     env = {**os.environ, 'HF_HUB_OFFLINE': '1'}
     r = subprocess.run([EXE, 'train', 'grpo', str(path), '--out', str(out),
                         '--opponent', 'boulware', '--role', 'buyer', '--max-steps', '2', '--scenarios', '2',
-                        '--preset', 'dollars'],
+                        '--preset', 'dollars', '--deadline', '60'],
                        capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     rep = json.loads(r.stdout)
     assert (rep['steps'], rep['rollouts'], rep['opponent'], rep['role']) == (2, 8, 'boulware', 'buyer')
-    assert rep['config']['preset'] == 'dollars' and 'trend' in rep
+    assert rep['config']['preset'] == 'dollars' and rep['config']['deadline'] == 60 and 'trend' in rep
+    with Store(out / 'rollouts', create=False) as st:
+        assert {t['rules']['deadline'] for _, t in st.transcripts()} == {60.0}
+        assert all('At 60 seconds' in st.messages(g)['buyer'][0]['content'] for g, _ in st.transcripts())
     assert (out / 'model' / 'config.json').exists()
     r = subprocess.run([EXE, 'report', str(out / 'rollouts')],
                        capture_output=True, text=True, env=env, timeout=600)

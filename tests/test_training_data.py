@@ -95,3 +95,12 @@ def test_first_offer_scores_tell_a_constant_from_a_scaled_opening(games):
     flat = first_offer_scores([4.0] * len(sits), sits)
     assert flat['close'] < 0.5 and flat['band'] < scaled['band']
     assert first_offer_scores([None] * len(sits), sits)['priced'] == 0.0
+
+
+def test_the_base_models_games_are_played_in_the_chains_world():
+    "`ladder_conversations(deadline=60)`: every conversation's prompt states the deadline, and every game kept to it."
+    convs = ladder_conversations(4, preset='dollars', agents=['conceder', 'boulware'], deadline=60)
+    assert len(convs) == 8 and all('At 60 seconds the negotiation ends' in c[0]['content'] for c in convs)
+    ends = [json.loads(m['content'])['now'] for c in convs for m in c
+            if m['role'] == 'tool' and '"now"' in m['content']]
+    assert ends and max(ends) <= 60
