@@ -285,15 +285,9 @@ def game_chunks(store: Store, ids: list[str]) -> tuple[list[str], dict, pd.DataF
 
 # %% ../nbs/12b_view.ipynb #ce25f335
 def view_charts(rows: pd.DataFrame, tables: dict, curves: pd.DataFrame, n_boot: int = 200) -> dict[str, dict]:
-    "Vega-Lite specs of the page's charts, data inlined (`tables`: the leaderboard and the share by tier)."
-    short = lambda df: df.assign(agent=df['agent'].map(display_name))
-    charts = {
-        'pairs': pair_chart(rows),
-        'leaderboard': plots.leaderboard_chart(short(tables['leaderboard'])),
-        'tier': plots.tier_chart(short(tables['by_tier'])),
-        'zopa': plots.deal_rate_chart(rows, n_boot=n_boot),
-        'concession': plots.concession_chart(short(curves)),
-    }
+    "Vega-Lite specs of the page's charts, data inlined: the pair map, then the figures of `plots.FIGURES` it shows."
+    data = plots.RunData(rows, tables, curves, n_boot=n_boot, name=display_name)
+    charts = {'pairs': pair_chart(rows), **plots.draw_figures(data, 'page')}
     return {k: c.to_dict() for k, c in charts.items()}
 
 # %% ../nbs/12b_view.ipynb #7e8275e8
