@@ -15,16 +15,16 @@ import vl_convert as vlc
 from . import __version__
 from .core import dumps
 from .store import Store, StoreError
-from .metrics import leaderboard
+from .metrics import leaderboard, page_columns
 from .agents import display_name
 from .analysis import bradley_terry, breakdown, sanity
 from .tournament import TournamentSpec
 from . import plots
 
 # %% auto #0
-__all__ = ['COLORS', 'SUMMARY_COLS', 'CHUNK', 'SANITY_NOTE', 'INLINE_MB', 'LB_COLS', 'SANITY_COLS', 'asset', 'price_path_svg',
-           'calls_table', 'conversation_html', 'game_html', 'GameView', 'show_game', 'pair_chart', 'game_table',
-           'game_chunks', 'view_charts', 'run_info', 'page_html', 'write_view']
+__all__ = ['COLORS', 'SUMMARY_COLS', 'CHUNK', 'SANITY_NOTE', 'INLINE_MB', 'SANITY_COLS', 'asset', 'price_path_svg', 'calls_table',
+           'conversation_html', 'game_html', 'GameView', 'show_game', 'pair_chart', 'game_table', 'game_chunks',
+           'view_charts', 'run_info', 'page_html', 'write_view']
 
 # %% ../nbs/12b_view.ipynb #23b0817d
 def asset(name: str) -> str:
@@ -362,8 +362,6 @@ def page_html(data: dict, chunks: list[str] | None, sidecar: str = '') -> str:
 INLINE_MB = 40
 
 # %% ../nbs/12b_view.ipynb #595b3ca9
-LB_COLS = ['role', 'agent', 'games', 'share', 'share_lo', 'share_hi', 'vs_self', 'gain_list', 'gain_list_lo',
-           'gain_list_hi', 'share_if_deal', 'deal', 'ir_violation', 'invalid_calls']
 SANITY_COLS = ['agent', 'role', 'games', 'deal_rate', 'first_list_median', 'first_list_p10', 'first_list_p90',
                'log_corr', 'distinct_per_item', 'beyond_share', 'absurd_share', 'ir_of_deals', 'invalid_per_game']
 
@@ -389,7 +387,7 @@ def _page_data(store: Store, rows: pd.DataFrame, tables: dict, n_boot: int) -> t
     ratings, san = tables['ratings'], tables['sanity'] if 'sanity' in tables else sanity(rows)
     data = {
         'run': run_info(store, rows),
-        'leaderboard': _frame(tables['leaderboard'], LB_COLS),
+        'leaderboard': _frame(tables['leaderboard'], page_columns()),
         'ratings': _frame(ratings, list(ratings.columns)),
         'sanity': _frame(san, SANITY_COLS),
         'games': table,
