@@ -6,15 +6,15 @@ Docs: https://github.com/bilateral-dev/bilateral/metrics.html.md"""
 
 # %% ../nbs/07_metrics.ipynb #d4453789
 from __future__ import annotations
-import json, math
+import math
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 import numpy as np
 import pandas as pd
 from .core import Role, Scenario, Outcome
 from .scenarios import zopa_bucket
-if TYPE_CHECKING: from bilateral.play import GameResult     # for annotations only: metrics sits below the game driver
+from .engine import GameResult, calls
 
 # %% auto #0
 __all__ = ['OUTCOME_METRICS', 'ABSURD', 'BEHAVIOUR_METRICS', 'METRICS', 'MEASURES', 'Metric', 'GameFacts', 'gather_facts',
@@ -71,13 +71,10 @@ def _sanity(events) -> tuple[dict, dict]:
     return proposed, accepted
 
 # %% ../nbs/07_metrics.ipynb #990d99e6
-def _waits(log: list[dict]) -> dict[Role, list]:
+def _waits(t: dict) -> dict[Role, list]:
     "The seconds asked for by each party's `wait` calls that landed."
     waits = {Role.BUYER: [], Role.SELLER: []}
-    for rec in log:
-        if rec.get('tool') == 'wait' and 't' in rec:
-            a = rec['arguments'] if isinstance(rec['arguments'], dict) else json.loads(rec['arguments'] or '{}')
-            waits[Role(rec['role'])].append(a['seconds'])
+    for c in calls(t, 'wait', landed=True): waits[Role(c.role)].append(c.args['seconds'])
     return waits
 
 # %% ../nbs/07_metrics.ipynb #54f647cc
@@ -119,7 +116,7 @@ def gather_facts(r: GameResult) -> GameFacts:
         elif e.kind == 'message': messages[e.role] += 1
         elif e.kind == 'accept': accepts[e.role] = (i, e)
     proposed, accepted = _sanity(r.events)
-    return GameFacts(r, offers, messages, accepts, _waits(r.transcript['log']), proposed, accepted)
+    return GameFacts(r, offers, messages, accepts, _waits(r.transcript), proposed, accepted)
 
 # %% ../nbs/07_metrics.ipynb #9e64458d
 def _share(g: GameFacts, role: Role) -> float:

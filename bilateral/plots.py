@@ -12,6 +12,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 import altair as alt
+from .engine import offers
 from .metrics import role_table, aggregate
 
 # %% auto #0
@@ -31,10 +32,8 @@ def save_chart(chart: alt.TopLevelMixin, stem: str | Path, scale: float = 2.0) -
 
 # %% ../nbs/11_plots.ipynb #e164f651
 def offers_frame(t: dict) -> pd.DataFrame:
-    "The offers of a transcript: time, role, price in dollars."
-    recs = [{'t': r['t'], 'role': r['role'], 'price': r['result']['price']} for r in t['log']
-            if r.get('tool') == 'make_offer' and isinstance(r.get('result'), dict) and r['result'].get('ok')]
-    return pd.DataFrame(recs, columns=['t', 'role', 'price'])
+    "The offers of a transcript (`engine.offers`): time, role, price in dollars."
+    return pd.DataFrame(offers(t), columns=['t', 'role', 'price'])
 
 # %% ../nbs/11_plots.ipynb #ccbb2108
 BANDS = ['ZOPA', 'no ZOPA (gap)']
