@@ -117,6 +117,7 @@ class AgentKind:
     ladder: bool = False            # part of the scripted strategy ladder
     short: Callable | None = None   # short(arg) -> the argument as a display name shows it
     value: Opt | None = None        # the argument's type and range, when it is a value (a rate, a step)
+    waits: bool = False             # its games wait on something outside (a server, a person), not on the CPU
 
     def __post_init__(self):
         object.__setattr__(self, 'options', {k: o if isinstance(o, Opt) else Opt(o) for k, o in self.options.items()})

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import numpy as np
 import pandas as pd
-from .metrics import role_table, aggregate, bootstrap_ci
+from .metrics import role_table, aggregate, bootstrap_ci, profile_measures
 
 # %% auto #0
 __all__ = ['BEHAVIOUR', 'SANITY', 'paired_comparison', 'bradley_terry', 'breakdown', 'behaviour', 'tier_spread', 'sanity_by',
@@ -105,12 +105,11 @@ def breakdown(rows, by: str = 'tier', n_boot: int = 1000) -> pd.DataFrame:
                      n_boot=n_boot)
 
 # %% ../nbs/10_analysis.ipynb #0e7e5c86
-BEHAVIOUR = ['anchor', 'anchor_list', 'concession', 'concession_rate', 'concession_front', 't_first_concession',
-             'events_before_first_concession', 't_accept', 'wait_s', 'proposed_worse', 'accepted_worse']
+BEHAVIOUR = profile_measures()     # the measures marked `profile` when the package loaded (read by `evaluate`)
 
 def behaviour(rows, n_boot: int = 1000) -> pd.DataFrame:
-    "Behaviour measures per agent and role, with intervals."
-    return aggregate(role_table(rows), by=('agent', 'role'), measures=BEHAVIOUR, n_boot=n_boot)
+    "The measures marked `profile` (`metrics.METRICS`) per agent and role, with intervals."
+    return aggregate(role_table(rows), by=('agent', 'role'), measures=profile_measures(), n_boot=n_boot)
 
 # %% ../nbs/10_analysis.ipynb #f4767b08
 def _spreads(values: np.ndarray, labels: np.ndarray, k: int) -> np.ndarray:

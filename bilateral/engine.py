@@ -7,22 +7,24 @@ Docs: https://github.com/bilateral-dev/bilateral/engine.html.md"""
 # %% ../nbs/03_engine.ipynb #08ba823d
 from __future__ import annotations
 import json, random
-from dataclasses import fields
+from dataclasses import dataclass, fields
+from typing import NamedTuple
 from fastcore.basics import patch
 from .core import BilateralError, EndReason, Event, Item, Offer, Outcome, ReplayError, Role, Scenario
 from .core import derive_seed, dumps
-from .protocol import BEFORE_RULES, Brief, Limits, Observation, Rules, Tool, ToolCall, ToolError
-from .protocol import ToolResult
+from .protocol import BEFORE_RULES, EVENTS, Brief, Seat, Limits, Observation, Rules, Tool, ToolCall, ToolError
+from .protocol import TOOLS, Message, Text, ToolResult
 from .protocol import check_call, plain_arguments
 
 # %% auto #0
-__all__ = ['ACTIVE', 'WAITING', 'SLEEPING', 'DONE', 'Engine', 'scenario_json', 'scenario_from_json', 'replay']
+__all__ = ['ACTIVE', 'WAITING', 'SLEEPING', 'DONE', 'Engine', 'scenario_json', 'scenario_from_json', 'Call', 'NoCall', 'Update',
+           'Failure', 'End', 'entry', 'records', 'calls', 'offers', 'said', 'replay', 'GameResult']
 
 # %% ../nbs/03_engine.ipynb #32b2474d
 ACTIVE, WAITING, SLEEPING, DONE = 'active', 'waiting', 'sleeping', 'done'
 
 class _Party:
-    "One party's seat in one engine (never shared between games), and the moves a tool's body makes through it."
+    "One party's seat in one engine (never shared between games); the `protocol.Seat` a tool's body acts on."
     __slots__ = ('eng', 'role', 'name', 'prefix', 'opp', 'status', 'until', 'seen', 'news', 'used', 'batch',
                  'deferred', 'record', 'update', 'invalid', 'n_offers', 'rng', 'closing', 'started', 'visible',
                  'passed')
@@ -88,7 +90,8 @@ def drop_theirs(self: _Party) -> Offer:
 
 @patch
 def log_event(self: _Party, kind: str, offer: Offer | None = None, text: str = ''):
-    "A public action at the current time; the opponent will be woken by it."
+    "A public action of a kind in `EVENTS` at the current time; the opponent will be woken by it."
+    if kind not in EVENTS: raise BilateralError(f'no event kind {kind!r}; kinds: {", ".join(EVENTS)}')
     self.opp.news = self.visible = True
     oid, price = ('', None) if offer is None else (offer.id, offer.price)
     self.eng.events.append(Event(self.eng.now, self.role, kind, oid, price, text))
@@ -131,6 +134,7 @@ def _outcome_json(o: Outcome) -> dict:
             'by': None if o.by is None else o.by.value, 't': round(o.t, 2)}
 
 # %% ../nbs/03_engine.ipynb #7794c6e8
+@patch
 def _end(self: Engine, reason: EndReason, by: Role | None = None, price: int | None = None,
          t: float | None = None):
     "Close the game; every party still waiting gets a final report."
@@ -138,10 +142,11 @@ def _end(self: Engine, reason: EndReason, by: Role | None = None, price: int | N
     self.outcome = Outcome(reason, self.now, self.n_calls, price, by)
     self.log.append({'end': _outcome_json(self.outcome)})
     for p in self.parties.values():
-        if p.status != DONE: _wake(self, p, 'game_over')
+        if p.status != DONE: self._wake(p, 'game_over')
         p.status = DONE
     self.turn = None
 
+@patch
 def _wake(self: Engine, p: _Party, woke_by: str):
     "Resolve `p`'s pending wait (or give it an update) with a fresh report; the record gets it too."
     rep = self._report(p.role, woke_by)
@@ -154,6 +159,7 @@ def _wake(self: Engine, p: _Party, woke_by: str):
         self.log.append({'role': p.role.value, 'update': rep})
 
 # %% ../nbs/03_engine.ipynb #76953476
+@patch
 def _due(self: Engine):
     "(time, role, why) of the next wake-up after the last turn, or None when nobody will wake."
     best, last, fair = None, self.parties[self.last], self.rules.wake_on_pass
@@ -166,6 +172,7 @@ def _due(self: Engine):
     if best is None and fair and not last.opp.passed: best = (self.now, last.opp.role, 'opponent_passed')
     return best
 
+# %% ../nbs/03_engine.ipynb #63039266
 @patch
 def next_turn(self: Engine) -> Role | None:
     "The party to act now (advancing the clock to its wake-up), or None when the game is over."
@@ -173,14 +180,14 @@ def next_turn(self: Engine) -> Role | None:
     if self.turn is not None: return self.turn
     if self.last is None:
         p = self.parties[self.first]
-        _wake(self, p, 'start')
+        self._wake(p, 'start')
     else:
-        due = _due(self)
-        if due is None: return _end(self, EndReason.BOTH_IDLE)
+        due = self._due()
+        if due is None: return self._end(EndReason.BOTH_IDLE)
         t, r, why = due
-        if t >= self.rules.deadline: return _end(self, EndReason.DEADLINE, t=self.rules.deadline)
+        if t >= self.rules.deadline: return self._end(EndReason.DEADLINE, t=self.rules.deadline)
         self.now, p = t, self.parties[r]
-        _wake(self, p, why)
+        self._wake(p, why)
     p.status, p.used, self.turn, p.started, p.visible = ACTIVE, set(), p.role, True, False
     return p.role
 
@@ -195,6 +202,7 @@ def take(self: Engine, role: Role) -> Observation:
     return obs
 
 # %% ../nbs/03_engine.ipynb #726451c8
+@patch
 def _check_state(self: Engine, p: _Party, tool: Tool, args: dict):
     "Raise `ToolError` when calling `tool` is not possible now."
     if tool.name in p.used: raise ToolError('one_action_per_turn', f'{tool.name} was already used this turn')
@@ -219,28 +227,32 @@ def _as_call(c) -> ToolCall:
     if type(cid) is not str: cid = '' if cid is None else f'<{type(cid).__name__}>'
     return c if name is c.name and cid is c.id else ToolCall(name, c.arguments, cid)
 
+@patch
 def _stored_arguments(self: Engine, raw):
     "What the record keeps of a rejected call's arguments: enough to give the same error on replay."
     raw = plain_arguments(raw)
     return raw[:self.limits.max_arguments + 1] if type(raw) is str else raw
 
+@patch
 def _checked(self: Engine, c: ToolCall):
     "`check_call` of `c`; an error is worded from the arguments as the record stores them (sorted keys), as replay is."
     try: return check_call(c.name, c.arguments, self.limits)
     except ToolError:
         if type(c.arguments) is not dict: raise
-        stored = _stored_arguments(self, c.arguments)
+        stored = self._stored_arguments(c.arguments)
         return check_call(c.name, json.loads(dumps(stored)) if type(stored) is dict else stored, self.limits)
 
 # %% ../nbs/03_engine.ipynb #030cd3d7
+@patch
 def _reject(self: Engine, p: _Party, c: ToolCall, e: ToolError) -> dict:
     "Record a rejected call; end the game when its caller has used up its allowance."
     p.invalid += 1
     self.log.append({'role': p.name, 'batch': self.n_batches, 'id': c.id, 'tool': c.name,
-                     'arguments': _stored_arguments(self, c.arguments), 'result': e.result()})
-    if p.invalid > self.rules.max_invalid: _end(self, EndReason.INVALID_CALLS, by=p.role)
+                     'arguments': self._stored_arguments(c.arguments), 'result': e.result()})
+    if p.invalid > self.rules.max_invalid: self._end(EndReason.INVALID_CALLS, by=p.role)
     return e.result()
 
+@patch
 def _too_late(self: Engine, p: _Party, c: ToolCall, t: float) -> dict:
     "End the game for a call that would land at `t`, after the deadline or beyond the cap on actions."
     late = t >= self.rules.deadline
@@ -248,22 +260,23 @@ def _too_late(self: Engine, p: _Party, c: ToolCall, t: float) -> dict:
     res = {'ok': False, 'error': 'game_over', 'message': f'{why} before this call landed'}
     self.log.append({'role': p.role.value, 'batch': self.n_batches, 'id': c.id, 'tool': c.name,
                      'arguments': c.arguments, 'result': res})
-    if late: _end(self, EndReason.DEADLINE, t=self.rules.deadline)
-    else: _end(self, EndReason.EVENT_CAP)
+    if late: self._end(EndReason.DEADLINE, t=self.rules.deadline)
+    else: self._end(EndReason.EVENT_CAP)
     return res
 
 # %% ../nbs/03_engine.ipynb #166ac223
+@patch
 def _call(self: Engine, p: _Party, c: ToolCall, turn_over: bool):
     "Process one call; return (result content or None if deferred, whether the turn is over)."
     if self.outcome is not None: return {'ok': False, 'error': 'game_over', 'message': 'the game has ended'}, True
     try:
         if turn_over: raise ToolError('one_action_per_turn', f'{c.name} came after your turn ended')
-        tool, args = _checked(self, c)
-        if tool.offer_fields or tool.name in p.used: _check_state(self, p, tool, args)
-    except ToolError as e: return _reject(self, p, c, e), turn_over
+        tool, args = self._checked(c)
+        if tool.offer_fields or tool.name in p.used: self._check_state(p, tool, args)
+    except ToolError as e: return self._reject(p, c, e), turn_over
     lo, span = self._lat
     t = self.now + lo + span * p.rng.random()
-    if t >= self._deadline or self.n_calls >= self._cap: return _too_late(self, p, c, t), True
+    if t >= self._deadline or self.n_calls >= self._cap: return self._too_late(p, c, t), True
     self.now, self.n_calls = t, self.n_calls + 1
     p.used.add(c.name)
     res = tool.fn(p, **args)
@@ -273,10 +286,11 @@ def _call(self: Engine, p: _Party, c: ToolCall, turn_over: bool):
     if res is None: p.record = rec
     if p.closing is not None:
         (reason, price), p.closing = p.closing, None
-        _end(self, reason, by=p.role, price=price)
+        self._end(reason, by=p.role, price=price)
     return res, tool.ends_turn
 
 # %% ../nbs/03_engine.ipynb #74ee4c48
+@patch
 def _no_call(self: Engine, p: _Party):
     "A batch without any call: recorded, answered with a reminder, counted as invalid."
     p.invalid += 1
@@ -284,7 +298,7 @@ def _no_call(self: Engine, p: _Party):
                      'result': ToolError('no_tool_call', '').result()})
     p.update = {'ok': False, 'error': 'no_tool_call',
                 'message': 'call one of the tools to act; text alone does nothing'}
-    if p.invalid > self.rules.max_invalid: _end(self, EndReason.INVALID_CALLS, by=p.role)
+    if p.invalid > self.rules.max_invalid: self._end(EndReason.INVALID_CALLS, by=p.role)
 
 @patch
 def submit(self: Engine, role: Role, calls: list) -> None:
@@ -294,10 +308,10 @@ def submit(self: Engine, role: Role, calls: list) -> None:
     p, over = self.parties[role], False
     self.n_batches += 1
     if not isinstance(calls, (list, tuple)): calls = [] if calls is None else [calls]
-    if not calls: return _no_call(self, p)
+    if not calls: return self._no_call(p)
     for c in calls:
         if type(c) is not ToolCall or type(c.name) is not str or type(c.id) is not str: c = _as_call(c)
-        res, over = _call(self, p, c, over)
+        res, over = self._call(p, c, over)
         if res is None: p.deferred = len(p.batch)
         p.batch.append(ToolResult(c.id, c.name, res))
     if over and self.outcome is None:
@@ -310,7 +324,7 @@ def fail(self: Engine, role: Role, why: str, reason: EndReason = EndReason.AGENT
     "End the game because `role`'s agent failed or stopped (`reason`); `why` is recorded."
     if self.outcome is not None: return
     self.log.append({'role': role.value, 'agent_error': str(why)[:500], 'reason': reason.value})
-    _end(self, reason, by=role)
+    self._end(reason, by=role)
 
 # %% ../nbs/03_engine.ipynb #41dedff3
 @patch
@@ -350,17 +364,107 @@ def transcript(self: Engine, agents: dict | None = None, agent_info: dict | None
     if agent_info: t['agent_info'] = agent_info
     return t
 
+# %% ../nbs/03_engine.ipynb #d837847e
+class Call(NamedTuple):
+    "One call as the record keeps it."
+    role: str
+    batch: int                 # the number of the batch (assistant message) it came in
+    tool: str | None
+    arguments: object          # as sent (JSON text or a dict); for a rejected call, as the record stores it
+    result: dict | None
+    id: str = ''
+    t: float | None = None     # when it landed; None for a rejected call
+
+    @property
+    def landed(self) -> bool: return self.t is not None
+    @property
+    def ok(self) -> bool: return isinstance(self.result, dict) and bool(self.result.get('ok'))
+
+    @property
+    def args(self) -> dict:
+        "The arguments as a dict ({} when they are not a JSON object)."
+        a = self.arguments
+        if type(a) is str:
+            try: a = json.loads(a or '{}')
+            except ValueError: return {}
+        return a if type(a) is dict else {}
+
+# %% ../nbs/03_engine.ipynb #f7d6eafa
+class NoCall(NamedTuple):
+    "A batch without any call."
+    role: str
+    batch: int
+    result: dict
+
+class Update(NamedTuple):
+    "A state report given to a party outside a call's result (at the start, or at the end)."
+    role: str
+    report: dict
+
+class Failure(NamedTuple):
+    "An agent that broke or stopped, ending the game."
+    role: str
+    why: str
+    reason: str
+
+class End(NamedTuple):
+    "The end of the game."
+    outcome: dict
+
+# %% ../nbs/03_engine.ipynb #a249929f
+def entry(rec: dict):
+    "One record of a transcript's log, named: `Call`, `NoCall`, `Update`, `Failure` or `End`."
+    if 'batch' in rec:
+        if 'arguments' not in rec: return NoCall(rec['role'], rec['batch'], rec['result'])
+        return Call(rec['role'], rec['batch'], rec['tool'], rec['arguments'], rec['result'], rec.get('id', ''),
+                    rec.get('t'))
+    if 'update' in rec: return Update(rec['role'], rec['update'])
+    if 'agent_error' in rec: return Failure(rec['role'], rec['agent_error'], rec['reason'])
+    if 'end' in rec: return End(rec['end'])
+    raise ReplayError(f'a log record of no known kind (keys {sorted(rec)})')
+
+def records(t: dict) -> list:
+    "Every record of a transcript's log, named."
+    return [entry(r) for r in t['log']]
+
+# %% ../nbs/03_engine.ipynb #7d4e8cee
+def calls(t: dict, tool: str | None = None, landed: bool | None = None) -> list[Call]:
+    "The calls of a transcript in order: only those of `tool`, and only those that landed (True) or not (False)."
+    out = []
+    for r in t['log']:
+        if 'arguments' not in r or (tool is not None and r['tool'] != tool): continue
+        if landed is None or ('t' in r) == landed: out.append(entry(r))
+    return out
+
+def offers(t: dict) -> list[tuple]:
+    "(time, role, dollars) of each offer made, in order."
+    return [(c.t, c.role, c.result['price']) for c in calls(t, 'make_offer', landed=True) if c.ok]
+
+# %% ../nbs/03_engine.ipynb #058ebf13
+def _text_fields(name: str) -> list[str]:
+    "The arguments of tool `name` that carry words to the other side."
+    tool = TOOLS.get(name)
+    return [n for n, k in tool.fields.items() if k is Text or k is Message] if tool else []
+
+def said(t: dict) -> list[tuple]:
+    "(time, role, text) of what the parties wrote to each other: the words of their landed calls, in order."
+    out = []
+    for c in calls(t, landed=True):
+        words = [x for n in _text_fields(c.tool) if (x := c.args.get(n))] if c.ok else []
+        if words: out.append((c.t, c.role, words[0]))
+    return out
+
 # %% ../nbs/03_engine.ipynb #493f9f25
 def _actions(log):
     "What the drivers did, in order: ('submit', role, calls) per batch, ('fail', role, why, reason, first) per failure."
     out, batch = [], None
-    for i, rec in enumerate(log):
-        if 'agent_error' in rec: out.append(('fail', rec['role'], rec['agent_error'], EndReason(rec['reason']), i == 0))
-        if 'batch' not in rec: continue
-        if rec['batch'] != batch:
-            batch = rec['batch']
-            out.append(('submit', rec['role'], []))
-        if 'arguments' in rec: out[-1][2].append(ToolCall(rec['tool'], rec['arguments'], rec['id']))
+    for i, rec in enumerate(map(entry, log)):
+        if type(rec) is Failure: out.append(('fail', rec.role, rec.why, EndReason(rec.reason), i == 0))
+        if type(rec) is not Call and type(rec) is not NoCall: continue
+        if rec.batch != batch:
+            batch = rec.batch
+            out.append(('submit', rec.role, []))
+        if type(rec) is Call: out[-1][2].append(ToolCall(rec.tool, rec.arguments, rec.id))
     return out
 
 # %% ../nbs/03_engine.ipynb #29b71e80
@@ -386,3 +490,28 @@ def replay(t: dict) -> Engine:
         lo, hi = max(0, i - 60), i + 60
         raise ReplayError(f'replay differs at character {i}: {a[lo:hi]!r} vs {b[lo:hi]!r}')
     return eng
+
+# %% ../nbs/03_engine.ipynb #9c5113d0
+@dataclass(frozen=True)
+class GameResult:
+    "Everything one game produced."
+    scenario: Scenario
+    outcome: Outcome
+    events: tuple
+    transcript: dict
+    agents: dict          # role value -> agent spec
+    seed: int
+    invalid: dict         # role value -> invalid calls
+    messages: dict = None # role value -> the agent's own conversation (chat messages), for agents that keep one
+    info: dict = None     # role value -> what an agent reports about itself (model, prompt name and hash, usage, cost)
+    failure: dict = None  # why the game could not be played: role, cause, message, fatal (outcome `agent_error`)
+
+# %% ../nbs/03_engine.ipynb #369e6a11
+@patch
+def result(self: Engine, agents: dict | None = None, messages: dict | None = None, info: dict | None = None,
+           failure: dict | None = None) -> GameResult:
+    "The game's `GameResult`; `agents` (role value -> spec), `messages`, `info` and `failure` come from the driver."
+    agents, info = agents or {}, info or None
+    invalid = {r.value: p.invalid for r, p in self.parties.items()}
+    return GameResult(self.scenario, self.outcome, tuple(self.events), self.transcript(agents, info), agents,
+                      self.seed, invalid, messages or None, info, failure or None)

@@ -146,4 +146,4 @@ async def act(self: HumanAgent, obs: Observation) -> list[ToolCall]:
 async def finish(self: HumanAgent, obs: Observation):
     self._show(obs)
 
-register_agent('human', lambda arg: HumanAgent(), 'you, at the terminal')
+register_agent('human', lambda arg: HumanAgent(), 'you, at the terminal', waits=True)

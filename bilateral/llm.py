@@ -418,4 +418,4 @@ def _cost_or_none(model: str, u: dict) -> float | None:
 
 # %% ../nbs/06_llm.ipynb #3c96cf72
 register_agent('openai', OpenAIAgent, 'any OpenAI-compatible endpoint', arg='MODEL[@BASE_URL]', needs_arg=True,
-               options=OPTIONS, short=lambda a: a.partition('@')[0].rstrip('/').rsplit('/', 1)[-1])
+               options=OPTIONS, short=lambda a: a.partition('@')[0].rstrip('/').rsplit('/', 1)[-1], waits=True)

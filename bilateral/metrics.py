@@ -6,39 +6,43 @@ Docs: https://github.com/bilateral-dev/bilateral/metrics.html.md"""
 
 # %% ../nbs/07_metrics.ipynb #d4453789
 from __future__ import annotations
-import json, math
+import math
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 import numpy as np
 import pandas as pd
 from .core import Role, Scenario, Outcome
 from .scenarios import zopa_bucket
-if TYPE_CHECKING: from bilateral.play import GameResult     # for annotations only: metrics sits below the game driver
+from .engine import GameResult, calls
 
 # %% auto #0
 __all__ = ['OUTCOME_METRICS', 'ABSURD', 'BEHAVIOUR_METRICS', 'METRICS', 'MEASURES', 'Metric', 'GameFacts', 'gather_facts',
            'outcome_metrics', 'behaviours', 'role_behaviour', 'game_row', 'role_table', 'bootstrap_ci',
-           'default_measures', 'aggregate', 'leaderboard', 'format_leaderboard']
+           'default_measures', 'aggregate', 'leaderboard', 'page_columns', 'profile_measures', 'format_leaderboard']
 
 # %% ../nbs/07_metrics.ipynb #e6c09266
-_KINDS = ('outcome', 'behaviour', 'table')
+_KINDS, _PAGE = ('outcome', 'behaviour', 'table'), ('', 'mean', 'ci')
 
 @dataclass(frozen=True)
 class Metric:
     "One measure: its name, how it is computed, and where it shows."
     name: str
-    fn: Callable = field(repr=False)
-    per_role: bool = False
-    kind: str = 'outcome'
-    agg: bool = False
-    board: bool = False
-    table: bool = True
-    rank: int = 0
+    fn: Callable = field(repr=False)   # fn(facts) or fn(facts, role); for kind 'table', fn(role table so far)
+    per_role: bool = False             # one value per party (column `buyer_NAME`, `seller_NAME`)
+    kind: str = 'outcome'              # 'outcome' or 'behaviour' of a game, or 'table': computed on the role table
+    agg: bool = False                  # averaged by `aggregate` unless told otherwise
+    board: bool = False                # a leaderboard column, with its interval
+    table: bool = True                 # a column of the role table
+    rank: int = 0                      # lower ranks come first in tables
+    page: str = ''                     # on the run page's leaderboard: 'mean', or 'ci' with its interval
+    profile: bool = False              # in the behaviour table (`analysis.behaviour`)
 
     def __post_init__(self):
         if self.kind not in _KINDS: raise ValueError(f'{self.name!r}: kind {self.kind!r} is not one of {_KINDS}')
         if self.kind == 'behaviour' and not self.per_role: raise ValueError(f'{self.name!r}: a behaviour is per role')
+        if self.page not in _PAGE or (self.page and not self.board):
+            raise ValueError(f'{self.name!r}: page {self.page!r} needs board=True and one of {_PAGE}')
 
 # %% ../nbs/07_metrics.ipynb #2e3c8204
 _SIGN = {Role.BUYER: 1, Role.SELLER: -1}
@@ -67,13 +71,10 @@ def _sanity(events) -> tuple[dict, dict]:
     return proposed, accepted
 
 # %% ../nbs/07_metrics.ipynb #990d99e6
-def _waits(log: list[dict]) -> dict[Role, list]:
+def _waits(t: dict) -> dict[Role, list]:
     "The seconds asked for by each party's `wait` calls that landed."
     waits = {Role.BUYER: [], Role.SELLER: []}
-    for rec in log:
-        if rec.get('tool') == 'wait' and 't' in rec:
-            a = rec['arguments'] if isinstance(rec['arguments'], dict) else json.loads(rec['arguments'] or '{}')
-            waits[Role(rec['role'])].append(a['seconds'])
+    for c in calls(t, 'wait', landed=True): waits[Role(c.role)].append(c.args['seconds'])
     return waits
 
 # %% ../nbs/07_metrics.ipynb #54f647cc
@@ -115,7 +116,7 @@ def gather_facts(r: GameResult) -> GameFacts:
         elif e.kind == 'message': messages[e.role] += 1
         elif e.kind == 'accept': accepts[e.role] = (i, e)
     proposed, accepted = _sanity(r.events)
-    return GameFacts(r, offers, messages, accepts, _waits(r.transcript['log']), proposed, accepted)
+    return GameFacts(r, offers, messages, accepts, _waits(r.transcript), proposed, accepted)
 
 # %% ../nbs/07_metrics.ipynb #9e64458d
 def _share(g: GameFacts, role: Role) -> float:
@@ -128,14 +129,16 @@ def _efficiency(g: GameFacts) -> float:
 
 # %% ../nbs/07_metrics.ipynb #db8a272d
 OUTCOME_METRICS = [
-    Metric('deal', lambda g: g.outcome.deal, board=True),
+    Metric('deal', lambda g: g.outcome.deal, board=True, page='mean'),
     Metric('price', lambda g: g.outcome.price / 100 if g.outcome.deal else None, table=False),
     Metric('utility', lambda g, role: g.gain(role) / 100, per_role=True),
-    Metric('share', _share, per_role=True, board=True, rank=-1),
-    Metric('share_if_deal', lambda t: t['share'].where(t['deal']), per_role=True, kind='table', board=True, rank=-1),
-    Metric('gain_list', lambda t: t['utility'] / t['listing_price'], per_role=True, kind='table', board=True),
+    Metric('share', _share, per_role=True, board=True, rank=-1, page='ci'),
+    Metric('share_if_deal', lambda t: t['share'].where(t['deal']), per_role=True, kind='table', board=True, rank=-1,
+           page='mean'),
+    Metric('gain_list', lambda t: t['utility'] / t['listing_price'], per_role=True, kind='table', board=True,
+           page='ci'),
     Metric('efficiency', _efficiency, board=True),
-    Metric('ir_violation', lambda g, role: g.gain(role) < 0, per_role=True, board=True),
+    Metric('ir_violation', lambda g, role: g.gain(role) < 0, per_role=True, board=True, page='mean'),
     Metric('end_reason', lambda g: g.outcome.reason.value),
     Metric('ended_by', lambda g: g.outcome.by.value if g.outcome.by else None, table=False),
     Metric('duration_s', lambda g: round(g.outcome.t, 3)),
@@ -202,36 +205,36 @@ def _when(pair: tuple | None, what: str):
 BEHAVIOUR_METRICS = [
     _party('n_offers', lambda g, role: len(g.offers[role]), rank=1),
     _party('n_messages', lambda g, role: g.messages[role], rank=1),
-    _party('anchor', lambda g, role: _anchor(g, role, g.scenario.reservation(role)), agg=True),
-    _party('anchor_list', lambda g, role: _anchor(g, role, g.scenario.item.listing_price)),
-    _party('concession', _concession, agg=True),
-    _party('concession_rate', _concession_rate),
-    _party('concession_front', _concession_front, agg=True),
-    _party('t_first_concession', lambda g, role: _when(_first_concession(g, role), 't'), agg=True),
-    _party('events_before_first_concession', lambda g, role: _when(_first_concession(g, role), 'index')),
-    _party('t_accept', lambda g, role: _when(g.accepts[role], 't')),
+    _party('anchor', lambda g, role: _anchor(g, role, g.scenario.reservation(role)), agg=True, profile=True),
+    _party('anchor_list', lambda g, role: _anchor(g, role, g.scenario.item.listing_price), profile=True),
+    _party('concession', _concession, agg=True, profile=True),
+    _party('concession_rate', _concession_rate, profile=True),
+    _party('concession_front', _concession_front, agg=True, profile=True),
+    _party('t_first_concession', lambda g, role: _when(_first_concession(g, role), 't'), agg=True, profile=True),
+    _party('events_before_first_concession', lambda g, role: _when(_first_concession(g, role), 'index'), profile=True),
+    _party('t_accept', lambda g, role: _when(g.accepts[role], 't'), profile=True),
     _party('events_before_accept', lambda g, role: _when(g.accepts[role], 'index')),
     _party('n_waits', lambda g, role: len(g.waits[role])),
-    _party('wait_s', lambda g, role: float(sum(g.waits[role])), agg=True),
-    _party('proposed_worse', lambda g, role: g.proposed_worse[role]),
-    _party('accepted_worse', lambda g, role: bool(g.accepted_worse[role])),
-    _party('invalid_calls', lambda g, role: g.r.invalid[role.value], board=True),
+    _party('wait_s', lambda g, role: float(sum(g.waits[role])), agg=True, profile=True),
+    _party('proposed_worse', lambda g, role: g.proposed_worse[role], profile=True),
+    _party('accepted_worse', lambda g, role: bool(g.accepted_worse[role]), profile=True),
+    _party('invalid_calls', lambda g, role: g.r.invalid[role.value], board=True, page='mean'),
     _party('offers_beyond', _beyond, rank=1),
     _party('offers_absurd', _absurd, rank=1),
 ]
+
+# %% ../nbs/07_metrics.ipynb #8786c278
+METRICS = OUTCOME_METRICS + BEHAVIOUR_METRICS
 
 # %% ../nbs/07_metrics.ipynb #613c1df4
 def behaviours(r: GameResult) -> dict[Role, dict]:
     "Anchoring, concession, patience, waiting and sanity checks of both parties."
     g = gather_facts(r)
-    return {role: {m.name: m.fn(g, role) for m in BEHAVIOUR_METRICS} for role in Role}
+    return {role: {m.name: m.fn(g, role) for m in METRICS if m.kind == 'behaviour'} for role in Role}
 
 def role_behaviour(r: GameResult, role: Role) -> dict:
     "The behaviour measures of one party."
     return behaviours(r)[role]
-
-# %% ../nbs/07_metrics.ipynb #8786c278
-METRICS = OUTCOME_METRICS + BEHAVIOUR_METRICS
 
 # %% ../nbs/07_metrics.ipynb #491c47ca
 def _scenario_columns(r: GameResult) -> dict:
@@ -360,6 +363,19 @@ def leaderboard(rows: list[dict] | pd.DataFrame, n_boot: int = 1000, seed: int =
     lb['_order'] = lb['role'].map(_ROLE_ORDER)
     lb = lb.sort_values(['_order', 'share', 'agent'], ascending=[True, False, True], kind='stable')
     return lb.drop(columns='_order').reset_index(drop=True)
+
+# %% ../nbs/07_metrics.ipynb #98ab0693
+def page_columns(metrics: list[Metric] = METRICS) -> list[str]:
+    "The leaderboard's columns on the run page: the measures marked `page`, in order, with intervals for 'ci'."
+    cols = ['role', 'agent', 'games']
+    for m in _by_rank(metrics):
+        if m.page: cols += [m.name, f'{m.name}_lo', f'{m.name}_hi'] if m.page == 'ci' else [m.name]
+        if m.page and m.name == 'share': cols.append('vs_self')
+    return cols
+
+def profile_measures(metrics: list[Metric] = METRICS) -> list[str]:
+    "The measures of the behaviour table (`analysis.behaviour`), in definition order."
+    return [m.name for m in metrics if m.profile]
 
 # %% ../nbs/07_metrics.ipynb #703bbc90
 _HEADER = (f"{'role':<7}{'agent':<23}{'games':>6}  {'share [95% CI]':<24}{'vs self':>8}{'gain/L':>8}"

@@ -8,14 +8,13 @@ Docs: https://github.com/bilateral-dev/bilateral/play.html.md"""
 from __future__ import annotations
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from .core import Event, Outcome, Role, Scenario, Unreachable, fmt_money
-from .protocol import Rules
-from .engine import Engine
+from .protocol import EVENTS, Rules
+from .engine import Engine, GameResult
 from .agents import Agent, AgentStop, make_agent
 
 # %% auto #0
-__all__ = ['run_sync', 'play', 'GameResult', 'play_game', 'format_game']
+__all__ = ['run_sync', 'play', 'play_game', 'format_game']
 
 # %% ../nbs/04b_play.ipynb #97bfb2f9
 def run_sync(coro):
@@ -28,21 +27,6 @@ def play(scenario: Scenario, buyer: Agent | str, seller: Agent | str, rules: Rul
          seed: int = 0) -> GameResult:
     "Play one game synchronously."
     return run_sync(play_game(scenario, buyer, seller, rules, seed))
-
-# %% ../nbs/04b_play.ipynb #103e1b7f
-@dataclass(frozen=True)
-class GameResult:
-    "Everything one game produced."
-    scenario: Scenario
-    outcome: Outcome
-    events: tuple
-    transcript: dict
-    agents: dict          # role value -> agent spec
-    seed: int
-    invalid: dict         # role value -> invalid calls
-    messages: dict = None # role value -> the agent's own conversation (chat messages), for agents that keep one
-    info: dict = None     # role value -> what an agent reports about itself (model, prompt name and hash, usage, cost)
-    failure: dict = None  # why the game could not be played: role, cause, message, fatal (outcome `agent_error`)
 
 # %% ../nbs/04b_play.ipynb #5341d0e2
 def _failed(eng: Engine, role: Role, e: Exception, failure: dict):
@@ -83,15 +67,12 @@ async def play_game(scenario: Scenario, buyer: Agent | str, seller: Agent | str,
     names = {r.value: a.name for r, a in agents.items()}
     msgs = {r.value: a.messages for r, a in agents.items() if a.messages is not None}
     info = {r.value: i for r, a in agents.items() if (i := a.info()) is not None}
-    parties = {r.value: p.invalid for r, p in eng.parties.items()}
-    return GameResult(scenario, eng.outcome, tuple(eng.events), eng.transcript(names, info or None), names, seed,
-                      parties, msgs or None, info or None, failure or None)
+    return eng.result(names, msgs, info, failure)
 
 # %% ../nbs/04b_play.ipynb #629e746c
 def _act_line(e: Event) -> str:
-    what = {'offer': lambda: f'offers {fmt_money(e.price)} ({e.offer_id})',
-            'accept': lambda: f'accepts {e.offer_id} at {fmt_money(e.price)}',
-            'reject': lambda: f'rejects {e.offer_id}', 'message': lambda: 'says', 'quit': lambda: 'quits'}[e.kind]()
+    "One public action as a line: its time, who, and what (worded by `protocol.EVENTS`)."
+    what = EVENTS[e.kind].format(price='' if e.price is None else fmt_money(e.price), offer_id=e.offer_id)
     return f'{e.t:7.1f}s  {e.role.value:<6}  {what}' + (f'  "{e.text[:100]}"' if e.text else '')
 
 def format_game(r: GameResult) -> str:

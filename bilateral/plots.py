@@ -6,16 +6,19 @@ Docs: https://github.com/bilateral-dev/bilateral/plots.html.md"""
 
 # %% ../nbs/11_plots.ipynb #730ba673
 from __future__ import annotations
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 import numpy as np
 import pandas as pd
 import altair as alt
+from .engine import offers
 from .metrics import role_table, aggregate
 
 # %% auto #0
-__all__ = ['BANDS', 'ROLE_ORDER', 'ZOPA_ORDER', 'save_chart', 'offers_frame', 'price_path_chart', 'path_games', 'agent_order',
-           'leaderboard_chart', 'tier_chart', 'concession_curves', 'concession_chart', 'deal_rate_chart',
-           'learning_curve_chart']
+__all__ = ['BANDS', 'ROLE_ORDER', 'ZOPA_ORDER', 'FIGURES', 'save_chart', 'offers_frame', 'price_path_chart', 'path_games',
+           'agent_order', 'leaderboard_chart', 'tier_chart', 'concession_curves', 'concession_chart', 'deal_rate_chart',
+           'learning_curve_chart', 'RunData', 'Figure', 'figure', 'draw_figures']
 
 # %% ../nbs/11_plots.ipynb #5f496132
 def save_chart(chart: alt.TopLevelMixin, stem: str | Path, scale: float = 2.0) -> dict:
@@ -29,10 +32,8 @@ def save_chart(chart: alt.TopLevelMixin, stem: str | Path, scale: float = 2.0) -
 
 # %% ../nbs/11_plots.ipynb #e164f651
 def offers_frame(t: dict) -> pd.DataFrame:
-    "The offers of a transcript: time, role, price in dollars."
-    recs = [{'t': r['t'], 'role': r['role'], 'price': r['result']['price']} for r in t['log']
-            if r.get('tool') == 'make_offer' and isinstance(r.get('result'), dict) and r['result'].get('ok')]
-    return pd.DataFrame(recs, columns=['t', 'role', 'price'])
+    "The offers of a transcript (`engine.offers`): time, role, price in dollars."
+    return pd.DataFrame(offers(t), columns=['t', 'role', 'price'])
 
 # %% ../nbs/11_plots.ipynb #ccbb2108
 BANDS = ['ZOPA', 'no ZOPA (gap)']
@@ -193,3 +194,58 @@ def learning_curve_chart(log: list[dict], title: str = 'GRPO') -> alt.VConcatCha
     panels = [base.mark_line(point=True).encode(y=alt.Y(f'{k}:Q', title=t), tooltip=['step', k])
               for k, t in (('deal_rate', 'deal rate'), ('invalid_calls', 'invalid calls a game')) if k in df]
     return alt.vconcat(reward.properties(title=title), *panels)
+
+# %% ../nbs/11_plots.ipynb #2872c8d0
+@dataclass
+class RunData:
+    "What a run's figures are drawn from."
+    rows: pd.DataFrame                          # one row per game (`Store.rows`)
+    tables: dict                                # the report's tables by name (the leaderboard, the share by tier)
+    curves: pd.DataFrame                        # `concession_curves` of the run's transcripts
+    paths: list = field(default_factory=list)   # transcripts of representative games (`path_games`)
+    n_boot: int = 1000                          # resamples for an interval a figure computes itself
+    name: Callable = str                        # an agent spec as a figure shows it
+
+    def short(self, df: pd.DataFrame) -> pd.DataFrame:
+        "`df` with its agents as `name` shows them."
+        return df.assign(agent=df['agent'].map(self.name))
+
+# %% ../nbs/11_plots.ipynb #10337347
+@dataclass(frozen=True)
+class Figure:
+    "One figure of a run: how it is drawn, and where it shows."
+    name: str              # the report's file stem (figures/NAME.png) and the page's chart id
+    draw: Callable         # draw(RunData) -> an altair chart, or None when the run has nothing to show
+    report: bool = True    # the report writes it as PNG and HTML
+    page: bool = True      # the run's page shows it
+
+FIGURES: dict[str, Figure] = {}
+
+# %% ../nbs/11_plots.ipynb #d9172033
+def figure(name: str, report: bool = True, page: bool = True):
+    "Decorator: register a `draw(RunData)` function as the figure `name` of `FIGURES`."
+    def register(draw):
+        FIGURES[name] = Figure(name, draw, report, page)
+        return draw
+    return register
+
+# %% ../nbs/11_plots.ipynb #87ed6556
+@figure('leaderboard')
+def _leaderboard(d: RunData): return leaderboard_chart(d.short(d.tables['leaderboard']))
+
+@figure('share_by_tier')
+def _share_by_tier(d: RunData): return tier_chart(d.short(d.tables['by_tier']))
+
+@figure('concession_curves')
+def _concession(d: RunData): return concession_chart(d.short(d.curves))
+
+@figure('deal_rate_by_zopa_width')
+def _deal_rate(d: RunData): return deal_rate_chart(d.rows, n_boot=d.n_boot)
+
+@figure('price_paths', page=False)
+def _price_paths(d: RunData): return alt.vconcat(*map(price_path_chart, d.paths)) if d.paths else None
+
+# %% ../nbs/11_plots.ipynb #0e0be3c0
+def draw_figures(data: RunData, where: str = 'report') -> dict:
+    "The charts of `FIGURES` that show in `where` ('report' or 'page'), by name; one with nothing to show is left out."
+    return {f.name: ch for f in FIGURES.values() if getattr(f, where) and (ch := f.draw(data)) is not None}

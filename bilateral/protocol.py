@@ -8,15 +8,16 @@ Docs: https://github.com/bilateral-dev/bilateral/protocol.html.md"""
 from __future__ import annotations
 import inspect, json, math, re
 from dataclasses import dataclass
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, Protocol, runtime_checkable
 from fastcore.basics import patch
-from .core import BilateralError, ConfigError, EndReason, Item, Role
+from .core import BilateralError, ConfigError, EndReason, Item, Offer, Role
 
 # %% auto #0
-__all__ = ['BEFORE_RULES', 'ERROR_CODES', 'FORMAT_ERRORS', 'Price', 'Seconds', 'OfferId', 'Text', 'Message', 'TOOLS', 'Rules',
-           'world', 'Brief', 'ToolCall', 'ToolResult', 'Observation', 'ToolError', 'Limits', 'Kind', 'Tool', 'tool',
-           'openai_tools', 'make_offer', 'accept_offer', 'reject_offer', 'send_message', 'wait_for_response', 'wait',
-           'quit_negotiation', 'parse_arguments', 'plain_arguments', 'check_call', 'validate_call']
+__all__ = ['BEFORE_RULES', 'ERROR_CODES', 'FORMAT_ERRORS', 'Price', 'Seconds', 'OfferId', 'Text', 'Message', 'TOOLS', 'EVENTS',
+           'Rules', 'world', 'Brief', 'ToolCall', 'ToolResult', 'Observation', 'ToolError', 'Limits', 'Kind', 'Tool',
+           'tool', 'openai_tools', 'Seat', 'make_offer', 'accept_offer', 'reject_offer', 'send_message',
+           'wait_for_response', 'wait', 'quit_negotiation', 'parse_arguments', 'plain_arguments', 'check_call',
+           'validate_call']
 
 # %% ../nbs/02_protocol.ipynb #73998041
 @dataclass(frozen=True)
@@ -233,9 +234,31 @@ def openai_tools() -> list[dict]:
     "All tools in the OpenAI `tools=` format, in name order."
     return [TOOLS[n].schema() for n in sorted(TOOLS)]
 
+# %% ../nbs/02_protocol.ipynb #69c36e9a
+EVENTS: dict[str, str] = {      # the kinds of public action -> how a readable transcript says it
+    'offer': 'offers {price} ({offer_id})', 'accept': 'accepts {offer_id} at {price}', 'reject': 'rejects {offer_id}',
+    'message': 'says', 'quit': 'quits'}
+
+# %% ../nbs/02_protocol.ipynb #92bfefc6
+@runtime_checkable
+class Seat(Protocol):
+    "One party's seat in a game: what a tool's body may read, and the moves it may make."
+    role: Role
+    @property
+    def now(self) -> float: "The simulated time, in seconds."
+    @property
+    def rules(self) -> Rules: "The game's rules."
+    @property
+    def theirs(self) -> Offer | None: "The opponent's standing offer, if any."
+    def post_offer(self, price: int, text: str = '') -> Offer: "A new standing offer at `price` cents, made public."
+    def drop_theirs(self) -> Offer: "The opponent's standing offer, which stops standing."
+    def log_event(self, kind: str, offer: Offer | None = None, text: str = ''): "A public action of a kind in `EVENTS`."
+    def close(self, reason: EndReason, price: int | None = None): "End the game once the current call is recorded."
+    def sleep(self, seconds: float | None = None): "End the turn: wait for the opponent, or at most `seconds`."
+
 # %% ../nbs/02_protocol.ipynb #ffb29405
 @tool()
-def make_offer(game, price: Price, note: Text = '') -> dict:
+def make_offer(game: Seat, price: Price, note: Text = '') -> dict:
     """Make a binding offer to trade at `price`. It replaces your previous offer and stands until you replace it
     or the other party accepts or rejects it.
 
@@ -251,7 +274,7 @@ def make_offer(game, price: Price, note: Text = '') -> dict:
 
 # %% ../nbs/02_protocol.ipynb #e2c90f0f
 @tool(ends_turn=True)
-def accept_offer(game, offer_id: OfferId) -> dict:
+def accept_offer(game: Seat, offer_id: OfferId) -> dict:
     """Accept the other party's current standing offer. The deal closes at that offer's price and the game ends.
 
     Args:
@@ -263,7 +286,7 @@ def accept_offer(game, offer_id: OfferId) -> dict:
     return {'ok': True, 'deal': True, 'price': o.price / 100}
 
 @tool()
-def reject_offer(game, offer_id: OfferId, reason: Text = '') -> dict:
+def reject_offer(game: Seat, offer_id: OfferId, reason: Text = '') -> dict:
     """Reject the other party's current standing offer; it stops standing.
 
     Args:
@@ -276,7 +299,7 @@ def reject_offer(game, offer_id: OfferId, reason: Text = '') -> dict:
 
 # %% ../nbs/02_protocol.ipynb #f7299ff5
 @tool()
-def send_message(game, text: Message) -> dict:
+def send_message(game: Seat, text: Message) -> dict:
     """Send a message to the other party. Messages are not binding; only offers are.
 
     Args:
@@ -287,12 +310,12 @@ def send_message(game, text: Message) -> dict:
 
 # %% ../nbs/02_protocol.ipynb #a6eccc1d
 @tool(ends_turn=True)
-def wait_for_response(game) -> dict:
+def wait_for_response(game: Seat) -> dict:
     """End your turn and wait until the other party acts. Returns what they did and the time left."""
     game.sleep()
 
 @tool(ends_turn=True)
-def wait(game, seconds: Seconds) -> dict:
+def wait(game: Seat, seconds: Seconds) -> dict:
     """End your turn and wait up to `seconds` of simulated time; you wake earlier if the other party acts.
 
     Args:
@@ -302,7 +325,7 @@ def wait(game, seconds: Seconds) -> dict:
 
 # %% ../nbs/02_protocol.ipynb #51a830d3
 @tool(ends_turn=True)
-def quit_negotiation(game) -> dict:
+def quit_negotiation(game: Seat) -> dict:
     """Leave the negotiation for good. Nobody trades and both parties get nothing."""
     game.log_event('quit')
     game.close(EndReason.QUIT)

@@ -12,7 +12,6 @@ from functools import partial
 from importlib import resources
 from pathlib import Path
 import pandas as pd
-import altair as alt
 from tqdm.auto import tqdm
 from .core import BilateralError, ConfigError
 from .scenarios import DEFAULT_PRESET
@@ -54,14 +53,10 @@ def _path_transcripts(store: Store, rows: pd.DataFrame, n_paths: int, pairs: lis
 # %% ../nbs/12_report.ipynb #f009bbe8
 def report_figures(store: Store, rows: pd.DataFrame, tables: dict, fig_dir: Path, n_boot: int = 1000,
                    n_paths: int = 4) -> dict:
-    "Write the figures of a run; return {name: {'png', 'html'}}."
-    paths = _path_transcripts(store, rows, n_paths)
-    charts = {'leaderboard': plots.leaderboard_chart(tables['leaderboard']),
-              'share_by_tier': plots.tier_chart(tables['by_tier']),
-              'concession_curves': plots.concession_chart(plots.concession_curves(t for _, t in store.transcripts())),
-              'deal_rate_by_zopa_width': plots.deal_rate_chart(rows, n_boot=n_boot)}
-    if paths: charts['price_paths'] = alt.vconcat(*(plots.price_path_chart(t) for t in paths))
-    return {name: plots.save_chart(ch, fig_dir / name) for name, ch in charts.items()}
+    "Write the figures of `plots.FIGURES` that the report shows; return {name: {'png', 'html'}}."
+    curves = plots.concession_curves(t for _, t in store.transcripts())
+    data = plots.RunData(rows, tables, curves, _path_transcripts(store, rows, n_paths), n_boot)
+    return {name: plots.save_chart(ch, fig_dir / name) for name, ch in plots.draw_figures(data, 'report').items()}
 
 # %% ../nbs/12_report.ipynb #5036c1b8
 def _write_tables(tables: dict[str, pd.DataFrame], out: Path):

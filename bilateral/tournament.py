@@ -27,9 +27,9 @@ from .metrics import game_row
 from .store import Store, encode_game, run_lock
 
 # %% auto #0
-__all__ = ['MAX_GAMES_PER_PAIR', 'MAX_GAMES', 'MAX_CONCURRENCY', 'MAX_WORKERS', 'MIN_GAMES_PER_WORKER', 'WAITING_KINDS',
-           'catalogue_fingerprint', 'TournamentSpec', 'GameTask', 'pairings', 'game_id', 'first_mover_of', 'plan',
-           'RunStopped', 'available_cores', 'choose_workers', 'WorkerCrashed', 'run_tournament_async', 'run_tournament',
+__all__ = ['MAX_GAMES_PER_PAIR', 'MAX_GAMES', 'MAX_CONCURRENCY', 'MAX_WORKERS', 'MIN_GAMES_PER_WORKER', 'catalogue_fingerprint',
+           'TournamentSpec', 'GameTask', 'pairings', 'game_id', 'first_mover_of', 'plan', 'RunStopped',
+           'available_cores', 'choose_workers', 'WorkerCrashed', 'run_tournament_async', 'run_tournament',
            'round_robin']
 
 # %% ../nbs/09_tournament.ipynb #d3e2b1ad
@@ -207,7 +207,7 @@ def _summary(out_dir: str | Path, total: int, stored: int, dt: float, tally: _Ta
             'failed': sum(tally.failed.values()), 'failures': dict(sorted(tally.failed.items()))}
 
 # %% ../nbs/09_tournament.ipynb #0a7f7fa5
-MAX_WORKERS, MIN_GAMES_PER_WORKER, WAITING_KINDS = 256, 500, ('openai', 'human')
+MAX_WORKERS, MIN_GAMES_PER_WORKER = 256, 500
 
 # %% ../nbs/09_tournament.ipynb #7d1f6ea7
 def available_cores() -> int:
@@ -226,7 +226,7 @@ def choose_workers(spec: TournamentSpec, n_games: int, workers: int | None = Non
                    agent_limits: dict | None = None) -> int:
     "How many worker processes play `n_games` games of `spec`; None chooses, 1 means this process plays them."
     if workers is None:
-        cpu = all(split_spec(a)[0] not in WAITING_KINDS and _portable(a) for a in spec.agents)
+        cpu = all(not agent_kind(a).waits and _portable(a) for a in spec.agents)
         workers = min(available_cores(), n_games // MIN_GAMES_PER_WORKER) if cpu and not agent_limits else 1
     return max(1, min(workers, n_games))
 

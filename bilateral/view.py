@@ -15,16 +15,17 @@ import vl_convert as vlc
 from . import __version__
 from .core import dumps
 from .store import Store, StoreError
-from .metrics import leaderboard
+from .engine import Call, End, Failure, NoCall, calls, offers, records, said
+from .metrics import leaderboard, page_columns
 from .agents import display_name
 from .analysis import bradley_terry, breakdown, sanity
 from .tournament import TournamentSpec
 from . import plots
 
 # %% auto #0
-__all__ = ['COLORS', 'SUMMARY_COLS', 'CHUNK', 'SANITY_NOTE', 'INLINE_MB', 'LB_COLS', 'SANITY_COLS', 'asset', 'price_path_svg',
-           'calls_table', 'conversation_html', 'game_html', 'GameView', 'show_game', 'pair_chart', 'game_table',
-           'game_chunks', 'view_charts', 'run_info', 'page_html', 'write_view']
+__all__ = ['COLORS', 'SUMMARY_COLS', 'CHUNK', 'SANITY_NOTE', 'INLINE_MB', 'SANITY_COLS', 'asset', 'price_path_svg', 'calls_table',
+           'conversation_html', 'game_html', 'GameView', 'show_game', 'pair_chart', 'game_table', 'game_chunks',
+           'view_charts', 'run_info', 'page_html', 'write_view']
 
 # %% ../nbs/12b_view.ipynb #23b0817d
 def asset(name: str) -> str:
@@ -37,12 +38,9 @@ COLORS = {'buyer': '#1f77b4', 'seller': '#d62728', 'zopa': '#2ca02c', 'nozopa': 
 
 # %% ../nbs/12b_view.ipynb #c0a6df2a
 def _offers(t: dict) -> dict[str, list]:
-    "Each role's accepted offers as [(time, dollars)], in order."
+    "Each role's offers as [(time, dollars)], in order (`engine.offers`)."
     out = {'buyer': [], 'seller': []}
-    for r in t['log']:
-        res = r.get('result')
-        if r.get('tool') == 'make_offer' and isinstance(res, dict) and res.get('ok'):
-            out[r['role']].append((r['t'], res['price']))
+    for at, role, price in offers(t): out[role].append((at, price))
     return out
 
 # %% ../nbs/12b_view.ipynb #cdb774d2
@@ -125,26 +123,26 @@ def _esc(x) -> str:
     return html.escape(x if isinstance(x, str) else dumps(x), quote=True)
 
 # %% ../nbs/12b_view.ipynb #7303cd95
-def _call_row(r: dict) -> str:
-    "One record of a transcript's log as a table row (calls, failures, the end)."
-    if 'end' in r: return f'<tr class="end"><td colspan="5">game over: {_esc(r["end"]["reason"])}</td></tr>'
-    if 'agent_error' in r:
-        return f'<tr class="bad"><td></td><td>{r["role"]}</td><td colspan="3">{_esc(r["agent_error"])}</td></tr>'
-    if 'update' in r or 'batch' not in r: return ''
-    res = r.get('result')
+def _call_row(e) -> str:
+    "One named record of a transcript's log (`engine.entry`) as a table row: calls, failures, the end; no updates."
+    if type(e) is End: return f'<tr class="end"><td colspan="5">game over: {_esc(e.outcome["reason"])}</td></tr>'
+    if type(e) is Failure: return f'<tr class="bad"><td></td><td>{e.role}</td><td colspan="3">{_esc(e.why)}</td></tr>'
+    if type(e) is not Call and type(e) is not NoCall: return ''
+    res = e.result
     bad = isinstance(res, dict) and res.get('ok') is False
     code = f'<b>{_esc(res["error"])}</b> ' if bad else ''
-    t = f'{r["t"]:.1f}' if 't' in r else ''
-    raw = r.get('arguments')
-    args = '' if 'arguments' not in r else _esc((raw if isinstance(raw, str) else dumps(raw))[:300])
+    call = type(e) is Call
+    t = f'{e.t:.1f}' if call and e.landed else ''
+    args = _esc((e.arguments if isinstance(e.arguments, str) else dumps(e.arguments))[:300]) if call else ''
     shown = '' if res is None else _esc(dumps(res)[:300])
-    return (f'<tr class="{"bad " if bad else ""}by-{r["role"]}"><td>{t}</td><td>{r["role"]}</td>'
-            f'<td>{_esc(r.get("tool"))}</td><td><code>{args}</code></td><td>{code}<code>{shown}</code></td></tr>')
+    return (f'<tr class="{"bad " if bad else ""}by-{e.role}"><td>{t}</td><td>{e.role}</td>'
+            f'<td>{_esc(e.tool if call else None)}</td><td><code>{args}</code></td>'
+            f'<td>{code}<code>{shown}</code></td></tr>')
 
 # %% ../nbs/12b_view.ipynb #25492b79
 def calls_table(t: dict) -> str:
     "Every call of a transcript with its arguments and result; rejected calls highlighted with their error code."
-    rows = ''.join(_call_row(r) for r in t['log'])
+    rows = ''.join(map(_call_row, records(t)))
     head = '<tr><th>t (s)</th><th>role</th><th>tool</th><th>arguments</th><th>result</th></tr>'
     return f'<table class="calls">{head}{rows}</table>'
 
@@ -172,14 +170,10 @@ def conversation_html(messages: dict | None, info: dict | None) -> str:
 
 # %% ../nbs/12b_view.ipynb #6c9055db
 def _said(t: dict) -> str:
-    "What the two sides wrote to each other (messages, notes, reasons), in order."
-    lines = [(r['t'], r['role'], (r.get('arguments') if isinstance(r.get('arguments'), dict) else {}) or {})
-             for r in t['log']
-             if r.get('tool') in ('send_message', 'make_offer', 'reject_offer') and (r.get('result') or {}).get('ok')]
-    said = [(a, role, args.get('text') or args.get('note') or args.get('reason')) for a, role, args in lines]
-    said = [f'<div class="said {role}"><span class="who">{a:.1f}s {role}</span> {_esc(x)}</div>'
-            for a, role, x in said if x]
-    return f'<h4>What they said</h4>{"".join(said)}' if said else ''
+    "What the two sides wrote to each other (`engine.said`: messages, notes, reasons), in order."
+    lines = [f'<div class="said {role}"><span class="who">{a:.1f}s {role}</span> {_esc(x)}</div>'
+             for a, role, x in said(t)]
+    return f'<h4>What they said</h4>{"".join(lines)}' if lines else ''
 
 # %% ../nbs/12b_view.ipynb #be4cbb97
 def _game_head(t: dict) -> str:
@@ -285,15 +279,9 @@ def game_chunks(store: Store, ids: list[str]) -> tuple[list[str], dict, pd.DataF
 
 # %% ../nbs/12b_view.ipynb #ce25f335
 def view_charts(rows: pd.DataFrame, tables: dict, curves: pd.DataFrame, n_boot: int = 200) -> dict[str, dict]:
-    "Vega-Lite specs of the page's charts, data inlined (`tables`: the leaderboard and the share by tier)."
-    short = lambda df: df.assign(agent=df['agent'].map(display_name))
-    charts = {
-        'pairs': pair_chart(rows),
-        'leaderboard': plots.leaderboard_chart(short(tables['leaderboard'])),
-        'tier': plots.tier_chart(short(tables['by_tier'])),
-        'zopa': plots.deal_rate_chart(rows, n_boot=n_boot),
-        'concession': plots.concession_chart(short(curves)),
-    }
+    "Vega-Lite specs of the page's charts, data inlined: the pair map, then the figures of `plots.FIGURES` it shows."
+    data = plots.RunData(rows, tables, curves, n_boot=n_boot, name=display_name)
+    charts = {'pairs': pair_chart(rows), **plots.draw_figures(data, 'page')}
     return {k: c.to_dict() for k, c in charts.items()}
 
 # %% ../nbs/12b_view.ipynb #7e8275e8
@@ -368,8 +356,6 @@ def page_html(data: dict, chunks: list[str] | None, sidecar: str = '') -> str:
 INLINE_MB = 40
 
 # %% ../nbs/12b_view.ipynb #595b3ca9
-LB_COLS = ['role', 'agent', 'games', 'share', 'share_lo', 'share_hi', 'vs_self', 'gain_list', 'gain_list_lo',
-           'gain_list_hi', 'share_if_deal', 'deal', 'ir_violation', 'invalid_calls']
 SANITY_COLS = ['agent', 'role', 'games', 'deal_rate', 'first_list_median', 'first_list_p10', 'first_list_p90',
                'log_corr', 'distinct_per_item', 'beyond_share', 'absurd_share', 'ir_of_deals', 'invalid_per_game']
 
@@ -395,7 +381,7 @@ def _page_data(store: Store, rows: pd.DataFrame, tables: dict, n_boot: int) -> t
     ratings, san = tables['ratings'], tables['sanity'] if 'sanity' in tables else sanity(rows)
     data = {
         'run': run_info(store, rows),
-        'leaderboard': _frame(tables['leaderboard'], LB_COLS),
+        'leaderboard': _frame(tables['leaderboard'], page_columns()),
         'ratings': _frame(ratings, list(ratings.columns)),
         'sanity': _frame(san, SANITY_COLS),
         'games': table,

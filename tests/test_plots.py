@@ -151,7 +151,8 @@ def test_gap_band_and_stacked_paths_share_legends(transcript):
 
 def toy(offers, value=100.0, cost=0.0, deadline=100.0, buyer='toy', seller='other') -> dict:
     "A transcript with the given (t, role, price) offers."
-    log = [{'t': t, 'role': r, 'tool': 'make_offer', 'result': {'ok': True, 'price': p}} for t, r, p in offers]
+    log = [{'t': t, 'role': r, 'batch': i, 'tool': 'make_offer', 'arguments': {'price': p},
+            'result': {'ok': True, 'price': p}} for i, (t, r, p) in enumerate(offers, 1)]
     return {'scenario': {'buyer_value': round(value * 100), 'seller_cost': round(cost * 100)},
             'rules': {'deadline': deadline}, 'agents': {'buyer': buyer, 'seller': seller}, 'log': log}
 
