@@ -13,7 +13,7 @@ import altair as alt
 from .core import ConfigError
 from .scenarios import DEFAULT_PRESET
 from .protocol import Rules, world
-from .metrics import bootstrap_ci, role_table
+from .metrics import bootstrap_ci, profile_measures, role_table
 from .store import Store
 from .play import run_sync
 from .tournament import TournamentSpec, run_tournament_async
@@ -200,11 +200,12 @@ def tier_table(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd.Data
     return _ordered(t[['model', 'group', *[c for c in t if c not in ('model', 'group')]]], rows)
 
 # %% ../nbs/11b_evaluate.ipynb #b728258d
-BEHAVIOUR_MEASURES = [*BEHAVIOUR, 'n_offers', 'invalid_calls']
+BEHAVIOUR_MEASURES = [*BEHAVIOUR, 'n_offers', 'invalid_calls']   # as the package loaded; the table reads the flags
 
 def behaviour_table(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
     "Per model, group and role: anchoring, concession, patience, sanity checks and invalid calls, CIs over scenarios."
-    return _ordered(clustered(model_roles(rows), ('model', 'group', 'role'), BEHAVIOUR_MEASURES, n_boot, seed), rows)
+    measures = [*profile_measures(), 'n_offers', 'invalid_calls']   # the metrics flagged `profile`, a new one too
+    return _ordered(clustered(model_roles(rows), ('model', 'group', 'role'), measures, n_boot, seed), rows)
 
 # %% ../nbs/11b_evaluate.ipynb #5bc3264a
 def eval_tables(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0, reference: str | None = None) -> dict:

@@ -16,7 +16,6 @@ from .core import ConfigError, EndReason, Role, derive_seed
 from .protocol import TOOLS, Rules, ToolCall, ToolResult
 from .engine import Engine, scenario_from_json, scenario_json
 from .agents import Agent, make_agent
-from .play import GameResult
 from .chat import opening, render_result, system_prompt
 from .local import parse_tool_calls
 from .metrics import game_row
@@ -265,9 +264,7 @@ def _keep(self: Rewards, env: BargainEnv):
     if self.store is None: return
     eng, role = env.eng, env.role
     names = {role.value: self.names.get('policy', 'policy'), role.other.value: env.opponent}
-    invalid = {r.value: p.invalid for r, p in eng.parties.items()}
-    r = GameResult(eng.scenario, eng.outcome, tuple(eng.events), eng.transcript(names), names, eng.seed, invalid,
-                   {role.value: env.messages})
+    r = eng.result(names, {role.value: env.messages})
     self.store.add(f'r{i:07d}', names['buyer'], names['seller'], i, game_row(r), r.transcript, r.messages)
 
 # %% ../nbs/09c_grpo.ipynb #27a3018e
@@ -301,9 +298,9 @@ _QWEN = dict(scenarios=500, num_generations=8, batch=8, max_steps=250, lr=5e-6, 
              load_in_4bit=True, checkpointing=True, preset=DEFAULT_PRESET, deadline=Rules.deadline,
              max_reply_tokens=None)
 GRPO_CONFIGS = {
-    'tiny': dict(scenarios=64, num_generations=4, batch=4, max_steps=30, lr=3e-3, lora_r=16, lora_alpha=32,
+    'tiny': dict(scenarios=64, num_generations=4, batch=8, max_steps=30, lr=2e-3, lora_r=16, lora_alpha=32,
                  lora_dropout=0.0, target_modules='all-linear', max_completion_length=4096, max_length=8192,
-                 temperature=1.0, beta=0.02, threads=1, load_in_4bit=False, checkpointing=False, preset=DEFAULT_PRESET,
+                 temperature=0.7, beta=0.02, threads=1, load_in_4bit=False, checkpointing=False, preset=DEFAULT_PRESET,
                  deadline=Rules.deadline,
                  max_reply_tokens=96),   # each reply capped as an `hf:` agent caps it in a tournament
     'qwen3-8b': {**_QWEN, 'model': 'Qwen/Qwen3-8B'},

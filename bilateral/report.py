@@ -109,7 +109,7 @@ PROFILES = {
          'deadline': 60.0, 'seed': 1, 'self_play': True, 'first_mover': 'alternate', 'paired': False,
          'report': False}],
         'train': {'preset': 'dollars', 'deadline': 60.0, 'opponent': 'conceder', 'role': 'buyer', 'grpo_steps': 30,
-                  'scenarios': 64,
+                  'scenarios': 64, 'threads': 2,   # base and SFT: the same weights as one thread, sooner
                   'reward': 'share-invalid-failed', 'seed': 0, 'unseen': ['boulware', 'linear'], 'eval_games': 14,
                   'transfer_preset': DEFAULT_PRESET, 'transfer_unseen': ['linear'], 'transfer_games': 4}},
     'paper': {'concurrency': 32, 'n_boot': 1000, 'stages': [
@@ -153,6 +153,12 @@ def _games_stored(run_dir: Path, total: int):
     try:
         with Store(run_dir, create=False) as st: return st.count(), total
     except (BilateralError, sqlite3.Error): return None
+
+def _eval_stored(out_dir: Path, total: int):
+    "(games stored in all runs of an evaluation in `out_dir`, `total`), or None while none can be read."
+    got = [_games_stored(d, total) for d in sorted(Path(out_dir).glob('runs/*/*'))]
+    got = [g[0] for g in got if g is not None]
+    return (sum(got), total) if got else None
 
 def _steps_done(path: Path):
     "(step, total steps) from a training progress file, or None while there is none."
@@ -217,7 +223,7 @@ def _train(run_dir: Path, tr: dict, n_boot: int, progress: bool):
     with tempfile.TemporaryDirectory() as tmp:
         f, g = Path(tmp) / 'sft.json', Path(tmp) / 'grpo.json'
         _execute('train_sft', d / 'train_sft.ipynb', {'out_dir': str(d), 'teacher_run': str(run_dir / 'teacher'),
-                 'strong_from': str(run_dir), 'preset': preset, 'deadline': dl, 'seed': seed,
+                 'strong_from': str(run_dir), 'preset': preset, 'deadline': dl, 'seed': seed, 'threads': tr['threads'],
                  'progress_file': str(f)}, progress, (partial(_steps_done, f), 'base and SFT training', 'step'))
         gp = {'out_dir': str(d), 'opponent': tr['opponent'], 'role': tr['role'], 'max_steps': tr['grpo_steps'],
               'scenarios': tr['scenarios'], 'reward': tr['reward'], 'preset': preset, 'deadline': dl, 'seed': seed,
@@ -228,8 +234,10 @@ def _train(run_dir: Path, tr: dict, n_boot: int, progress: bool):
           'threads': 1, 'n_boot': n_boot, 'deadline': dl}
     for name, p, n, un in (('evaluation', preset, tr['eval_games'], tr['unseen']),
                            ('transfer', tr['transfer_preset'], tr['transfer_games'], tr['transfer_unseen'])):
+        total = len(models) * (1 + len(un)) * n * 2            # every model against every opponent, in both roles
         _execute('evaluate', d / f'{name}.ipynb', {**ev, 'preset': p, 'games_per_pair': n, 'unseen': un,
-                                                   'out_dir': str(d / name)}, progress)
+                                                   'out_dir': str(d / name)}, progress,
+                 (partial(_eval_stored, d / name, total), name, 'game'))
 
 # %% ../nbs/12_report.ipynb #1ce97777
 def reproduce(profile: str = 'smoke', out_dir: str | Path | None = None, progress: bool = True, **overrides) -> Path:

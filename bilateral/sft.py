@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 from .core import ConfigError, derive_seed
 from .protocol import FORMAT_ERRORS, Rules, openai_tools
+from .engine import calls
 from .play import play_game, run_sync
 from .chat import sendable, window_view
 from .local import parse_tool_calls
@@ -140,16 +141,14 @@ def build_tiny_model(out_dir: str | Path, n_games: int = 100, epochs: float = 2,
 # %% ../nbs/09b_sft.ipynb #4701f7e6
 def reply_validity(g, role: str) -> tuple[int, int, int]:
     "(replies, replies with well-formed calls only, replies whose calls were all accepted) of one side of a game."
-    msgs, log = g.messages[role], [r for r in g.transcript['log'] if r.get('role') == role and 'batch' in r]
-    by_id = {r['id']: r for r in log if r.get('id')}
+    msgs, by_id = g.messages[role], {c.id: c for c in calls(g.transcript) if c.role == role and c.id}
     n = ok = acc = 0
     for m in msgs:
         if m['role'] != 'assistant': continue
         n += 1
         recs = [by_id.get(c['id']) for c in m.get('tool_calls', [])]
         if not recs or any(r is None for r in recs): continue
-        errs = [r['result'].get('error') for r in recs
-                if isinstance(r.get('result'), dict) and r['result'].get('ok') is False]
+        errs = [r.result.get('error') for r in recs if isinstance(r.result, dict) and r.result.get('ok') is False]
         ok += not any(e in FORMAT_ERRORS for e in errs)
         acc += not errs
     return n, ok, acc

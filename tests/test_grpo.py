@@ -192,7 +192,7 @@ def test_train_grpo_from_the_command_line_then_report(tiny_model, tmp_path):
                        capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     rep = json.loads(r.stdout)
-    assert (rep['steps'], rep['rollouts'], rep['opponent'], rep['role']) == (2, 8, 'boulware', 'buyer')
+    assert (rep['steps'], rep['rollouts'], rep['opponent'], rep['role']) == (2, 16, 'boulware', 'buyer')
     assert rep['config']['preset'] == 'dollars' and rep['config']['deadline'] == 60 and 'trend' in rep
     with Store(out / 'rollouts', create=False) as st:
         assert {t['rules']['deadline'] for _, t in st.transcripts()} == {60.0}
