@@ -214,3 +214,16 @@ def test_tournament_deadline_is_played_and_part_of_the_spec(tmp_path):
     assert len(ts) == 8 and all(t['rules']['deadline'] == 60 and t['outcome']['t'] <= 60 for t in ts)
     one_line(run('tournament', '--agents', 'boulware,conceder', '--games-per-pair', '2', '--out', str(tmp_path),
                  '--quiet'), 'another tournament', 'rules')
+
+
+def test_evaluate_takes_the_world_preset_and_deadline(tmp_path):
+    "`bilateral evaluate --preset dollars --deadline 60` plays and names that world; a bad deadline: one line, exit 2."
+    r = run('evaluate', '--model', 'm=boulware', '--seen', 'conceder', '--unseen', 'linear', '--preset', 'dollars',
+            '--deadline', '60', '--games-per-pair', '2', '--n-boot', '10', '--out', str(tmp_path / 'ev'), '--quiet')
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.startswith('# Evaluation, dollars-60s world')
+    s = json.loads((tmp_path / 'ev' / 'summary.json').read_text())
+    assert (s['preset'], s['deadline'], s['world'], s['games']) == ('dollars', 60, 'dollars-60s', 8)
+    one_line(run('evaluate', '--model', 'm=boulware', '--seen', 'conceder', '--deadline', '0',
+                 '--out', str(tmp_path / 'ev2')), '--deadline')
+    assert not (tmp_path / 'ev2').exists()
