@@ -105,7 +105,7 @@ def breakdown(rows, by: str = 'tier', n_boot: int = 1000) -> pd.DataFrame:
                      n_boot=n_boot)
 
 # %% ../nbs/10_analysis.ipynb #0e7e5c86
-BEHAVIOUR = profile_measures()     # the measures marked `profile` when the package loaded (read by `evaluate`)
+BEHAVIOUR = profile_measures()     # the measures marked `profile` when the package loaded; tables read the flags
 
 def behaviour(rows, n_boot: int = 1000) -> pd.DataFrame:
     "The measures marked `profile` (`metrics.METRICS`) per agent and role, with intervals."

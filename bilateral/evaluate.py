@@ -17,16 +17,15 @@ from .metrics import bootstrap_ci, profile_measures, role_table
 from .store import Store
 from .play import run_sync
 from .tournament import TournamentSpec, run_tournament_async
-from .analysis import BEHAVIOUR, tier_spread, sanity_by
+from .analysis import tier_spread, sanity_by
 from .findings import paired_gap
 from .plots import ROLE_ORDER, save_chart
 
 # %% auto #0
-__all__ = ['GROUPS', 'OUTCOMES', 'IR_FLAG', 'BEHAVIOUR_MEASURES', 'TIERS', 'BEHAVIOUR_SHOWN', 'SANITY_SHOWN', 'eval_runs',
-           'eval_spec', 'play_runs_async', 'play_runs', 'eval_rows', 'model_roles', 'clustered', 'outcome_table',
-           'headline', 'sanity_table', 'sanity_flags', 'direction', 'model_gaps', 'tier_table', 'behaviour_table',
-           'eval_tables', 'ci_chart', 'tier_chart', 'eval_figures', 'markdown_table', 'findings', 'write_evaluation',
-           'evaluate']
+__all__ = ['GROUPS', 'OUTCOMES', 'IR_FLAG', 'TIERS', 'BEHAVIOUR_SHOWN', 'SANITY_SHOWN', 'eval_runs', 'eval_spec',
+           'play_runs_async', 'play_runs', 'eval_rows', 'model_roles', 'clustered', 'outcome_table', 'headline',
+           'sanity_table', 'sanity_flags', 'direction', 'model_gaps', 'tier_table', 'behaviour_table', 'eval_tables',
+           'ci_chart', 'tier_chart', 'eval_figures', 'markdown_table', 'findings', 'write_evaluation', 'evaluate']
 
 # %% ../nbs/11b_evaluate.ipynb #f6c43acf
 def _check_models(models: dict, seen: list, unseen: list):
@@ -200,8 +199,6 @@ def tier_table(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd.Data
     return _ordered(t[['model', 'group', *[c for c in t if c not in ('model', 'group')]]], rows)
 
 # %% ../nbs/11b_evaluate.ipynb #b728258d
-BEHAVIOUR_MEASURES = [*BEHAVIOUR, 'n_offers', 'invalid_calls']   # as the package loaded; the table reads the flags
-
 def behaviour_table(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
     "Per model, group and role: anchoring, concession, patience, sanity checks and invalid calls, CIs over scenarios."
     measures = [*profile_measures(), 'n_offers', 'invalid_calls']   # the metrics flagged `profile`, a new one too

@@ -234,7 +234,7 @@ def _train(run_dir: Path, tr: dict, n_boot: int, progress: bool):
           'threads': 1, 'n_boot': n_boot, 'deadline': dl}
     for name, p, n, un in (('evaluation', preset, tr['eval_games'], tr['unseen']),
                            ('transfer', tr['transfer_preset'], tr['transfer_games'], tr['transfer_unseen'])):
-        total = len(models) * (1 + len(un)) * n * 2            # every model against every opponent, in both roles
+        total = len(models) * (len(ev['seen']) + len(un)) * n * 2   # every model against every opponent, both roles
         _execute('evaluate', d / f'{name}.ipynb', {**ev, 'preset': p, 'games_per_pair': n, 'unseen': un,
                                                    'out_dir': str(d / name)}, progress,
                  (partial(_eval_stored, d / name, total), name, 'game'))
