@@ -15,12 +15,12 @@ from .protocol import Brief, Observation, ToolCall, openai_tools
 from .agents import Agent, AgentStop, make_agent, register_agent
 
 # %% auto #0
-__all__ = ['PROMPT_NAME', 'SYSTEM_TEMPLATE', 'OPENING_TEMPLATE', 'RULE_LINES', 'MEANING', 'RENDERING', 'MONEY_KEYS', 'REMINDER',
-           'prompt_hash', 'money_json', 'fence', 'render_result', 'system_prompt', 'opening', 'Reply', 'sendable',
-           'ChatLimits', 'window_view', 'ChatAgent', 'Narrator']
+__all__ = ['PROMPT_NAME', 'SYSTEM_TEMPLATE', 'OPENING_TEMPLATE', 'RULE_LINES', 'MEANING', 'RENDERING', 'OWN_KEYS', 'MONEY_KEYS',
+           'REMINDER', 'prompt_hash', 'money_json', 'fence', 'own_number', 'render_result', 'system_prompt', 'opening',
+           'Reply', 'sendable', 'ChatLimits', 'window_view', 'ChatAgent', 'Narrator']
 
 # %% ../nbs/05b_chat.ipynb #181cdfaa
-PROMPT_NAME = 'bilateral-v3'
+PROMPT_NAME = 'bilateral-v4'
 SYSTEM_TEMPLATE = "\n".join([
     'You are the {role} in a one-on-one negotiation over a single item. You act only by calling the tools '
     'you are given.',
@@ -62,7 +62,7 @@ RULE_LINES = {   # the rules that can be switched off, as the prompt states them
 MEANING = {'buyer': 'It is the most the item is worth to you: buying at price p gains you {r} - p.',
            'seller': 'It is what the item costs you: selling at price p gains you p - {r}.'}
 
-RENDERING = 'json-money-2dp'   # how results and teacher calls are written (`money_json`): change it when that does
+RENDERING = 'json-money-2dp-own'   # how results and teacher calls are written (`money_json`, `render_result`)
 
 def prompt_hash() -> str:
     "Hash of what a model reads around the game: the prompt's wording and how results are written."
@@ -70,7 +70,8 @@ def prompt_hash() -> str:
     return hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
 
 # %% ../nbs/05b_chat.ipynb #59a0089b
-MONEY_KEYS = frozenset({'price'})   # the keys whose values are dollars, in the engine's results and in offers
+OWN_KEYS = {'buyer': 'your_value', 'seller': 'your_cost'}   # a party's own number, as each state restates it
+MONEY_KEYS = frozenset({'price', *OWN_KEYS.values()})   # the keys whose values are dollars
 _json = json.JSONEncoder(ensure_ascii=False).encode   # json.dumps(x, ensure_ascii=False), one encoder for all
 
 def _dollars(x) -> str | None:
@@ -93,12 +94,21 @@ def fence(text: str) -> str:
     text = text.replace('&', '&amp;').replace('<', '&lt;').replace('>', '&gt;')
     return '<opponent_message>' + text + '</opponent_message>'
 
-def render_result(content: dict) -> str:
-    "A tool result as the JSON text the model reads, opponent texts fenced."
+def own_number(content: dict, brief: Brief) -> dict:
+    "A state (a result with `your_offer`) with the party's own value or cost just before `your_offer`."
+    if 'your_offer' not in content: return content
+    out = {}
+    for k, v in content.items():
+        if k == 'your_offer': out[OWN_KEYS[brief.role.value]] = brief.reservation / 100
+        out[k] = v
+    return out
+
+def render_result(content: dict, brief: Brief | None = None) -> str:
+    "A tool result as the JSON text the model reads, opponent texts fenced; a state restates `brief`'s own number."
     if content.get('opponent_actions'):
         acts = [{**a, 'text': fence(a['text'])} if 'text' in a else a for a in content['opponent_actions']]
         content = {**content, 'opponent_actions': acts}
-    return money_json(content)
+    return money_json(own_number(content, brief) if brief else content)
 
 # %% ../nbs/05b_chat.ipynb #f42211a2
 def _price(cents: int) -> str: return fmt_money(cents, symbol='', commas=False)
@@ -115,7 +125,7 @@ def opening(b: Brief, update: dict) -> str:
     "The first user message: the item and the state at the agent's first turn."
     who = 'You move first.' if b.first_mover is b.role else f'The {b.first_mover.value} moved first.'
     return OPENING_TEMPLATE.format(title=b.item.title, category=b.item.category, description=b.item.description,
-                                   listing=_price(b.item.listing_price), who=who, state=render_result(update or {}))
+                                   listing=_price(b.item.listing_price), who=who, state=render_result(update or {}, b))
 
 # %% ../nbs/05b_chat.ipynb #9c16b0f4
 class Reply(NamedTuple):
@@ -158,6 +168,7 @@ class ChatAgent(Agent):
     "An agent living in one tool-calling conversation; subclasses supply `complete`."
     def __init__(self, limits: ChatLimits | None = None):
         self.limits, self.messages, self.tools, self._n = limits or ChatLimits(), None, openai_tools(), 0
+        self.brief = None   # set by `start`
         self.usage = dict(calls=0, cache_hits=0, tokens_in=0, tokens_out=0, latency_s=0.0, unreadable=0)
 
     async def start(self, brief: Brief):
@@ -166,10 +177,11 @@ class ChatAgent(Agent):
     def _answer(self, obs: Observation):
         "Append the engine's answers: a tool message per result, and a user message for an update."
         for r in obs.results:
-            self.messages.append({'role': 'tool', 'tool_call_id': r.call_id, 'content': render_result(r.content)})
+            self.messages.append({'role': 'tool', 'tool_call_id': r.call_id,
+                                  'content': render_result(r.content, self.brief)})
         if obs.update is None: return
         missed = obs.update.get('error') == 'no_tool_call'
-        self.messages.append({'role': 'user', 'content': REMINDER if missed else render_result(obs.update)})
+        self.messages.append({'role': 'user', 'content': REMINDER if missed else render_result(obs.update, self.brief)})
 
 # %% ../nbs/05b_chat.ipynb #297ea0ae
 @patch

@@ -151,8 +151,9 @@ def _submit(self: BargainEnv):
         eng.submit(self.role, calls)
         if eng.turn is not self.role: self._advance()
         results, update = eng.take(self.role)
-    for r in results: self._answer(r.call_id, render_result(r.content))
-    if update is not None: self.messages.append({'role': 'user', 'content': render_result(update)})
+    brief = eng.brief(self.role)
+    for r in results: self._answer(r.call_id, render_result(r.content, brief))
+    if update is not None: self.messages.append({'role': 'user', 'content': render_result(update, brief)})
     self._took(t0)
 
 # %% ../nbs/09c_grpo.ipynb #05ee9d68

@@ -25,7 +25,7 @@ from .view import write_view, run_info
 from .analysis import paired_comparison, bradley_terry, breakdown, behaviour, tier_spread, sanity
 
 # %% auto #0
-__all__ = ['MAX_BOOT', 'TINY_SPEC', 'PROFILES', 'EXPERIMENTS', 'report_tables', 'report_figures', 'write_report',
+__all__ = ['MAX_BOOT', 'TINY_SPEC', 'BASE_SPEC', 'PROFILES', 'EXPERIMENTS', 'report_tables', 'report_figures', 'write_report',
            'experiment_path', 'reproduce']
 
 # %% ../nbs/12_report.ipynb #010b5eeb
@@ -95,19 +95,19 @@ def write_report(run_dir: str | Path, n_boot: int = 1000, figures: bool = True) 
     return {'tables': tables, 'figures': figs, 'exports': exports, 'summary': summary, 'page': page}
 
 # %% ../nbs/12_report.ipynb #80dd6f66
-TINY_SPEC = 'hf:{tiny}?window=4'
+TINY_SPEC, BASE_SPEC = 'hf:{tiny}?window=4', 'hf:{base}'   # the windowed tiny model; the training chain's base
 PROFILES = {
     'smoke': {'concurrency': 4, 'n_boot': 200, 'stages': [
         {'name': '', 'agents': ['boulware', 'conceder', 'hardliner'], 'games_per_pair': 4, 'preset': DEFAULT_PRESET,
          'seed': 0, 'self_play': True, 'first_mover': 'alternate'}]},
-    'offline': {'concurrency': 16, 'n_boot': 1000, 'tiny': {'seed': 0}, 'stages': [
+    'offline': {'concurrency': 16, 'n_boot': 1000, 'stages': [
         {'name': '', 'agents': LADDER, 'games_per_pair': 120, 'preset': DEFAULT_PRESET, 'seed': 0, 'self_play': True,
          'first_mover': 'alternate', 'findings': True},
-        {'name': 'tiny', 'agents': [TINY_SPEC] + LADDER, 'games_per_pair': 4, 'preset': DEFAULT_PRESET, 'seed': 0,
-         'self_play': False, 'first_mover': 'alternate', 'threads': 1},
         {'name': 'teacher', 'agents': [f'narrated:{a}' for a in LADDER], 'games_per_pair': 32, 'preset': 'dollars',
          'deadline': 60.0, 'seed': 1, 'self_play': True, 'first_mover': 'alternate', 'paired': False,
-         'report': False}],
+         'report': False},
+        {'name': 'tiny', 'agents': [BASE_SPEC] + LADDER, 'games_per_pair': 4, 'preset': 'dollars', 'deadline': 60.0,
+         'seed': 0, 'self_play': False, 'first_mover': 'alternate', 'threads': 1}],
         'train': {'preset': 'dollars', 'deadline': 60.0, 'opponent': 'conceder', 'role': 'buyer', 'grpo_steps': 30,
                   'scenarios': 64, 'threads': 2,   # base and SFT: the same weights as one thread, sooner
                   'reward': 'share-invalid-failed', 'seed': 0, 'unseen': ['boulware', 'linear'], 'eval_games': 14,
@@ -195,9 +195,14 @@ def _execute(name: str, out: Path, params: dict, progress: bool, follow: tuple |
         if bar: bar.close()
 
 # %% ../nbs/12_report.ipynb #3859d00c
-def _stage_params(st: dict, d: Path, tiny: Path, concurrency: int) -> dict:
-    "The tournament notebook's parameters for stage `st`, run in `d`."
-    return {'agents': [a.replace('{tiny}', str(tiny)) for a in st['agents']], 'games_per_pair': st['games_per_pair'],
+def _spec(agent: str, models: dict) -> str:
+    "An agent spec with each `{name}` of `models` replaced by that model's folder."
+    for k, path in models.items(): agent = agent.replace('{%s}' % k, str(path))
+    return agent
+
+def _stage_params(st: dict, d: Path, models: dict, concurrency: int) -> dict:
+    "The tournament notebook's parameters for stage `st`, run in `d` (`models`: the folders of `{tiny}`, `{base}`)."
+    return {'agents': [_spec(a, models) for a in st['agents']], 'games_per_pair': st['games_per_pair'],
             'preset': st['preset'], 'seed': st['seed'], 'concurrency': concurrency, 'self_play': st['self_play'],
             'first_mover': st.get('first_mover', 'alternate'), 'threads': st.get('threads', 0),
             'paired': st.get('paired', True), 'deadline': st.get('deadline', Rules.deadline), 'out_dir': str(d)}
@@ -217,14 +222,21 @@ def _build_tiny(run_dir: Path, tiny: Path, params: dict, progress: bool):
                  progress, (partial(_steps_done, f), 'tiny model training', 'step'))
 
 # %% ../nbs/12_report.ipynb #0f05165b
-def _train(run_dir: Path, tr: dict, n_boot: int, progress: bool):
-    "The training chain of a profile: base and SFT, GRPO, then the evaluation of the three, into `run_dir/training`."
+def _train_sft(run_dir: Path, tr: dict, progress: bool):
+    "The training chain's first notebook: the base model, then SFT from it, into `run_dir/training`."
+    d = run_dir / 'training'
+    with tempfile.TemporaryDirectory() as tmp:
+        f = Path(tmp) / 'sft.json'
+        _execute('train_sft', d / 'train_sft.ipynb', {'out_dir': str(d), 'teacher_run': str(run_dir / 'teacher'),
+                 'strong_from': str(run_dir), 'preset': tr['preset'], 'deadline': tr.get('deadline', Rules.deadline),
+                 'seed': tr['seed'], 'threads': tr['threads'], 'progress_file': str(f)}, progress,
+                 (partial(_steps_done, f), 'base and SFT training', 'step'))
+
+def _train_grpo(run_dir: Path, tr: dict, n_boot: int, progress: bool):
+    "The rest of the chain: GRPO from the SFT model, then the evaluation of base, SFT and GRPO."
     d, seed, preset, dl = run_dir / 'training', tr['seed'], tr['preset'], tr.get('deadline', Rules.deadline)
     with tempfile.TemporaryDirectory() as tmp:
-        f, g = Path(tmp) / 'sft.json', Path(tmp) / 'grpo.json'
-        _execute('train_sft', d / 'train_sft.ipynb', {'out_dir': str(d), 'teacher_run': str(run_dir / 'teacher'),
-                 'strong_from': str(run_dir), 'preset': preset, 'deadline': dl, 'seed': seed, 'threads': tr['threads'],
-                 'progress_file': str(f)}, progress, (partial(_steps_done, f), 'base and SFT training', 'step'))
+        g = Path(tmp) / 'grpo.json'
         gp = {'out_dir': str(d), 'opponent': tr['opponent'], 'role': tr['role'], 'max_steps': tr['grpo_steps'],
               'scenarios': tr['scenarios'], 'reward': tr['reward'], 'preset': preset, 'deadline': dl, 'seed': seed,
               'progress_file': str(g)}
@@ -239,22 +251,31 @@ def _train(run_dir: Path, tr: dict, n_boot: int, progress: bool):
                                                    'out_dir': str(d / name)}, progress,
                  (partial(_eval_stored, d / name, total), name, 'game'))
 
+# %% ../nbs/12_report.ipynb #40842e12
+def _stage(run_dir: Path, st: dict, prof: dict, models: dict, progress: bool):
+    "One stage of a profile: its tournament notebook, then its report and findings notebooks when it has them."
+    d = run_dir / st['name']
+    sp = _stage_params(st, d, models, prof['concurrency'])
+    _execute('tournament', d / 'tournament.ipynb', sp, progress, _stage_follow(sp, st['name']))
+    if st.get('report', True): _execute('report', d / 'report.ipynb', {'run_dir': str(d), 'n_boot': prof['n_boot']},
+                                        progress)
+    if st.get('findings'): _execute('findings', d / 'findings.ipynb', {'run_dir': str(d), 'n_boot': prof['n_boot']},
+                                    progress)
+
 # %% ../nbs/12_report.ipynb #1ce97777
 def reproduce(profile: str = 'smoke', out_dir: str | Path | None = None, progress: bool = True, **overrides) -> Path:
     "Run the experiment notebooks of a profile through papermill; return the run directory."
     if profile not in PROFILES: raise ConfigError(f"unknown profile {profile!r}; choose from {', '.join(PROFILES)}")
     prof = PROFILES[profile]
     run_dir = Path(out_dir or Path('data') / 'runs' / profile).absolute()
-    tiny = run_dir / 'tiny-model'
-    if 'tiny' in prof: _build_tiny(run_dir, tiny, prof['tiny'], progress)
-    for st in prof['stages']:
-        st = {**st, **overrides}
-        d = run_dir / st['name']
-        sp = _stage_params(st, d, tiny, prof['concurrency'])
-        _execute('tournament', d / 'tournament.ipynb', sp, progress, _stage_follow(sp, st['name']))
-        if st.get('report', True): _execute('report', d / 'report.ipynb', {'run_dir': str(d), 'n_boot': prof['n_boot']},
-                                            progress)
-        if st.get('findings'): _execute('findings', d / 'findings.ipynb', {'run_dir': str(d), 'n_boot': prof['n_boot']},
-                                        progress)
-    if 'train' in prof: _train(run_dir, {**prof['train'], **overrides}, prof['n_boot'], progress)
+    models = {'tiny': run_dir / 'tiny-model', 'base': run_dir / 'training' / 'base'}
+    if 'tiny' in prof: _build_tiny(run_dir, models['tiny'], prof['tiny'], progress)
+    stages = [{**st, **overrides} for st in prof['stages']]
+    on_base = [st for st in stages if any('{base}' in a for a in st['agents'])]   # they wait for the chain's base
+    for st in stages:
+        if st not in on_base: _stage(run_dir, st, prof, models, progress)
+    tr = {**prof.get('train', {}), **overrides}
+    if 'train' in prof: _train_sft(run_dir, tr, progress)
+    for st in on_base: _stage(run_dir, st, prof, models, progress)
+    if 'train' in prof: _train_grpo(run_dir, tr, prof['n_boot'], progress)
     return run_dir

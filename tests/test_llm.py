@@ -83,7 +83,7 @@ def test_cache_replays_without_requests(srv, tmp_path):
 def test_accounting_and_prompt_identity(srv):
     g = play(SC[1], agent(srv, 'ok'), 'conceder', seed=2)
     info = g.info['buyer']
-    assert info['prompt'] == 'bilateral-v3' and len(info['prompt_hash']) == 12
+    assert info['prompt'] == 'bilateral-v4' and len(info['prompt_hash']) == 12
     assert info['tokens_in'] > 0 and info['tokens_out'] > 0 and info['calls'] >= 1
     assert g.transcript['agent_info']['buyer']['prompt_hash'] == info['prompt_hash']
 

@@ -1,12 +1,15 @@
 """A price is written one way wherever a model reads it: in narrated games, every money value in a tool result, an
-update, the opening and a teacher's make_offer has exactly two decimals, and reads back as the engine's number."""
+update, the opening and a teacher's make_offer has exactly two decimals, and reads back as the engine's number; each
+state restates the party's own value or cost, never the other's."""
 import json, re
 import pytest
+from bilateral.chat import OWN_KEYS
 from bilateral.core import Role
 from bilateral.play import play
 from bilateral.scenarios import sample_scenarios
 
 TIMES = {'now', 'time_left', 't', 'seconds'}   # the numbers that are not money
+MONEY = {'price', *OWN_KEYS.values()}
 TWO_DECIMALS = re.compile(r'-?\d+\.\d\d')
 GAMES = [('narrated:boulware', 'narrated:linear', 'symmetric', 5),
          ('narrated:hardliner', 'narrated:accommodating', 'mixed', 8),
@@ -24,21 +27,26 @@ def _written(text):
     return x
 
 
-def prices(x, key=None) -> list:
-    "The money values of parsed JSON in order; every other number must be a time."
-    if isinstance(x, dict): return [p for k, v in x.items() for p in prices(v, k)]
-    if isinstance(x, list): return [p for v in x for p in prices(v)]
-    if key == 'price': return [] if x is None else [x]
+def prices(x, key=None, money=('price',)) -> list:
+    "The values under the `money` keys of parsed JSON in order; every other number must be a time."
+    if isinstance(x, dict): return [p for k, v in x.items() for p in prices(v, k, money)]
+    if isinstance(x, list): return [p for v in x for p in prices(v, None, money)]
+    if key in MONEY: return [] if x is None or key not in money else [x]
     assert isinstance(x, bool) or not isinstance(x, (int, float)) or key in TIMES, f'a number under {key!r}: money?'
     return []
 
 
-def check(text: str, engine) -> list:
-    "The prices written in `text`: each with two decimals, all reading back as the engine's `engine` holds."
-    written = prices(json.loads(text, parse_float=_written, parse_int=_written))
+def check(text: str, engine, own: tuple = ('your_value', None)) -> list:
+    "The prices in `text`: each with two decimals, reading back as `engine` holds them, and `own` = (key, value)."
+    written = prices(json.loads(text, parse_float=_written, parse_int=_written), money=MONEY)
     bad = [getattr(p, 'text', p) for p in written if not (isinstance(p, Written) and TWO_DECIMALS.fullmatch(p.text))]
     assert not bad, f'prices not written with two decimals: {bad} in {text}'
     assert prices(json.loads(text)) == prices(engine), text
+    key, value = own
+    other = ({*OWN_KEYS.values()} - {key}).pop()
+    assert prices(json.loads(text), money=(other,)) == [], f'the other party\'s number {other!r} in {text}'
+    mine = prices(json.loads(text), money=(key,))
+    assert mine == ([value] if 'your_offer' in engine else []), text   # every state restates it, nothing else
     return written
 
 
@@ -48,14 +56,17 @@ def conversation_prices(g, role) -> list:
     results = {e['id']: e for e in log if 'id' in e}
     updates = [e['update'] for e in log if 'update' in e]
     msgs, seen = g.messages[role.value], []
+    sc = g.transcript['scenario']
+    own = (OWN_KEYS[role.value], (sc['buyer_value'] if role is Role.BUYER else sc['seller_cost']) / 100)
     for m in msgs[:2]:
         assert all(re.fullmatch(r'\$\d+\.\d\d', a) for a in re.findall(r'\$[\d.,]*\d', m['content'])), m['content']
-    seen += check(msgs[1]['content'].split('Current state: ', 1)[1], updates[0])
+    seen += check(msgs[1]['content'].split('Current state: ', 1)[1], updates[0], own)
     later = [m['content'] for m in msgs[2:] if m['role'] == 'user']
     assert len(later) == len(updates) - 1
-    seen += [p for text, u in zip(later, updates[1:]) for p in check(text, u)]
+    seen += [p for text, u in zip(later, updates[1:]) for p in check(text, u, own)]
     for m in msgs[2:]:
-        if m['role'] == 'tool': seen += check(m['content'], results.get(m['tool_call_id'], {}).get('result', {}))
+        if m['role'] == 'tool':
+            seen += check(m['content'], results.get(m['tool_call_id'], {}).get('result', {}), own)
         for c in m.get('tool_calls', []):
             if c['function']['name'] != 'make_offer': continue
             args, done = c['function']['arguments'], results.get(c['id'], {})   # a call after the end is not logged
