@@ -39,6 +39,7 @@ class Incomplete(Exception):
         super().__init__(message)
         self.output = output
 
+# %% ../nbs/13_cli.ipynb #7402f753
 class _Parser(argparse.ArgumentParser):
     def error(self, message): raise CliError(message)
 
@@ -53,11 +54,13 @@ def _number(kind: type, lo: float | None = None, hi: float | None = None, above:
         return x
     return read
 
+# %% ../nbs/13_cli.ipynb #c0035273
 def _path(text: str) -> str:
     "An argparse type: a path that is not empty."
     if not text.strip(): raise argparse.ArgumentTypeError('must be a path, got an empty string')
     return text
 
+# %% ../nbs/13_cli.ipynb #c9399aa5
 def _numbers(lo: int):
     "An argparse type: comma-separated whole numbers, each at least `lo`."
     one = _number(int, lo)
@@ -66,6 +69,12 @@ def _numbers(lo: int):
 SEED = _number(int, 0, 2**63 - 1)
 
 # %% ../nbs/13_cli.ipynb #08e546ff
+def _opt_text(name: str, o: Opt) -> str:
+    "An option as `agents` lists it: its name and, compactly, the values it allows."
+    if o.choices: return f"{name}={'|'.join(map(str, o.choices))}"
+    return f'{name}={o.span().replace(" ", "")}' if o.span() else name
+
+# %% ../nbs/13_cli.ipynb #b85bf1cd
 def _kind_lines(k) -> list[str]:
     "A kind's name and description; under it, for kinds that take an argument or options, its spec and options."
     lines = [f'{k.name:<15}{k.description}']
@@ -78,11 +87,7 @@ def _kind_lines(k) -> list[str]:
                                initial_indent=' ' * 15, subsequent_indent=' ' * 24, break_on_hyphens=False)
     return lines
 
-def _opt_text(name: str, o: Opt) -> str:
-    "An option as `agents` lists it: its name and, compactly, the values it allows."
-    if o.choices: return f"{name}={'|'.join(map(str, o.choices))}"
-    return f'{name}={o.span().replace(" ", "")}' if o.span() else name
-
+# %% ../nbs/13_cli.ipynb #78b74d28
 def cmd_agents(a) -> str:
     "List the agent kinds: the ladder first, in its order, then the others by name."
     kinds = sorted(load_agent_kinds().values(), key=lambda k: (not k.ladder, 0 if k.ladder else k.name))
@@ -102,6 +107,7 @@ def _add_game_options(p, item_help=None):
                    help='simulated seconds')
     p.add_argument('--first-mover', default='buyer', choices=['buyer', 'seller'])
 
+# %% ../nbs/13_cli.ipynb #7c0fafc9
 def _scenario(a):
     cat = load_catalogue(a.catalogue)
     if a.item is None: return sample_scenarios(1, a.preset, a.seed, catalogue=cat)[0]
@@ -159,6 +165,7 @@ def _stopped_by_ctrl_c(out: str) -> CliError:
     except BilateralError: n = 0
     return CliError(f'interrupted: {n} finished games are stored in {out}; run the same command again to resume')
 
+# %% ../nbs/13_cli.ipynb #7410291f
 def cmd_tournament(a) -> str:
     "Play a paired round-robin into a run directory."
     from bilateral.tournament import TournamentSpec, run_tournament
@@ -318,6 +325,7 @@ def _add_tiny(sub):
 # %% ../nbs/13_cli.ipynb #ddd37e4c
 def _csv(s: str | None) -> list | None: return [x for x in s.split(',') if x] if s else None
 
+# %% ../nbs/13_cli.ipynb #2a434ea8
 def _sft_filters(a) -> dict:
     "The selection options of `train sft`, as `sft.select_conversations` takes them."
     f = {'agents': _csv(a.agents), 'role': None if a.role == 'both' else a.role, 'deal': True if a.deal else None,
@@ -424,11 +432,13 @@ def _bench_llm_text(rows: list[dict]) -> str:
                      f"ideal; CPU/call: client {r['client_cpu_ms_per_call']} ms, endpoint "
                      f"{r['endpoint_cpu_ms_per_call']} ms ({r['errors']} games ended abnormally)" for r in rows)
 
+# %% ../nbs/13_cli.ipynb #a8a258a4
 def _bench_tournament_text(rows: list[dict]) -> str:
     "One line per tournament size of `bench.bench_tournament`."
     return '\n'.join(f"{r['games']:>6} games with metrics and store writes: {r['seconds']:>6} s "
                      f"({r['games'] / r['seconds']:.0f} games/s), peak memory {r['peak_rss_mb']} MB" for r in rows)
 
+# %% ../nbs/13_cli.ipynb #404dd1a2
 def _bench_workers_text(rows: list[dict]) -> str:
     "One line per number of worker processes of `bench.bench_workers`."
     return '\n'.join(f"{r['workers']} worker process(es) on {r['cores']} cores: {r['games']} games in "

@@ -143,6 +143,9 @@ class Outcome:
     by: Role | None = None        # who accepted, quit, or ran out of allowance
     @property
     def deal(self) -> bool: return self.reason is EndReason.DEAL
+    def _repr_markdown_(self) -> str:
+        price, by = f' at {fmt_money(self.price)}' if self.deal else '', f', by the {self.by}' if self.by else ''
+        return f'**{self.reason.value}**{price}{by}, after {self.t:.1f} s and {self.n_events} calls'.replace('$', r'\$')
 
 # %% ../nbs/00_core.ipynb #4933fa6e
 def derive_seed(*parts) -> int:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields
 from typing import NamedTuple
 from fastcore.basics import patch
 from .core import BilateralError, EndReason, Event, Item, Offer, Outcome, ReplayError, Role, Scenario
-from .core import derive_seed, dumps
+from .core import derive_seed, dumps, fmt_money
 from .protocol import BEFORE_RULES, EVENTS, Brief, Seat, Limits, Observation, Rules, Tool, ToolCall, ToolError
 from .protocol import TOOLS, Message, Text, ToolResult
 from .protocol import check_call, plain_arguments
@@ -72,6 +72,15 @@ class Engine:
 
 # %% ../nbs/03_engine.ipynb #f2b497ea
 @patch
+def log_event(self: _Party, kind: str, offer: Offer | None = None, text: str = ''):
+    "A public action of a kind in `EVENTS` at the current time; the opponent will be woken by it."
+    if kind not in EVENTS: raise BilateralError(f'no event kind {kind!r}; kinds: {", ".join(EVENTS)}')
+    self.opp.news = self.visible = True
+    oid, price = ('', None) if offer is None else (offer.id, offer.price)
+    self.eng.events.append(Event(self.eng.now, self.role, kind, oid, price, text))
+
+# %% ../nbs/03_engine.ipynb #db93210e
+@patch
 def post_offer(self: _Party, price: int, text: str = '') -> Offer:
     "A new standing offer of this party at `price` cents, replacing its previous one, on the public record."
     self.n_offers += 1
@@ -81,6 +90,7 @@ def post_offer(self: _Party, price: int, text: str = '') -> Offer:
     self.log_event('offer', o, text)
     return o
 
+# %% ../nbs/03_engine.ipynb #a6d4255f
 @patch
 def drop_theirs(self: _Party) -> Offer:
     "The opponent's standing offer, which stops standing."
@@ -88,34 +98,35 @@ def drop_theirs(self: _Party) -> Offer:
     self.eng.standing[self.opp.role] = None
     return o
 
-@patch
-def log_event(self: _Party, kind: str, offer: Offer | None = None, text: str = ''):
-    "A public action of a kind in `EVENTS` at the current time; the opponent will be woken by it."
-    if kind not in EVENTS: raise BilateralError(f'no event kind {kind!r}; kinds: {", ".join(EVENTS)}')
-    self.opp.news = self.visible = True
-    oid, price = ('', None) if offer is None else (offer.id, offer.price)
-    self.eng.events.append(Event(self.eng.now, self.role, kind, oid, price, text))
-
 # %% ../nbs/03_engine.ipynb #f219c296
-@patch
-def close(self: _Party, reason: EndReason, price: int | None = None):
-    "End the game with `reason` (and the deal `price`) once the current call is recorded."
-    self.closing = (reason, price)
-
 @patch
 def sleep(self: _Party, seconds: float | None = None):
     "End the turn: wait for the opponent, or at most `seconds`."
     if seconds is None: self.status = WAITING
     else: self.status, self.until = SLEEPING, self.eng.now + seconds
 
+# %% ../nbs/03_engine.ipynb #a33af175
+@patch
+def close(self: _Party, reason: EndReason, price: int | None = None):
+    "End the game with `reason` (and the deal `price`) once the current call is recorded."
+    self.closing = (reason, price)
+
 # %% ../nbs/03_engine.ipynb #3ede6f56
 def _event_json(e: Event) -> dict:
+    "An event as a report shows it: time, action, and the offer, price and text it has."
     d = {'t': round(e.t, 2), 'action': e.kind}
     if e.offer_id: d['offer_id'] = e.offer_id
     if e.price is not None: d['price'] = e.price / 100
     if e.text: d['text'] = e.text
     return d
 
+# %% ../nbs/03_engine.ipynb #8a9f4d50
+def _outcome_json(o: Outcome) -> dict:
+    "An outcome as the record and the reports write it, in dollars."
+    return {'reason': o.reason.value, 'deal': o.deal, 'price': None if o.price is None else o.price / 100,
+            'by': None if o.by is None else o.by.value, 't': round(o.t, 2)}
+
+# %% ../nbs/03_engine.ipynb #f02dc4fb
 @patch
 def _report(self: Engine, role: Role, woke_by: str) -> dict:
     "What `role` learns when it wakes: the opponent's new actions, the clock, both standing offers."
@@ -129,23 +140,7 @@ def _report(self: Engine, role: Role, woke_by: str) -> dict:
     if self.outcome is not None: rep['game_over'] = _outcome_json(self.outcome)
     return rep
 
-def _outcome_json(o: Outcome) -> dict:
-    return {'reason': o.reason.value, 'deal': o.deal, 'price': None if o.price is None else o.price / 100,
-            'by': None if o.by is None else o.by.value, 't': round(o.t, 2)}
-
 # %% ../nbs/03_engine.ipynb #7794c6e8
-@patch
-def _end(self: Engine, reason: EndReason, by: Role | None = None, price: int | None = None,
-         t: float | None = None):
-    "Close the game; every party still waiting gets a final report."
-    if t is not None: self.now = t
-    self.outcome = Outcome(reason, self.now, self.n_calls, price, by)
-    self.log.append({'end': _outcome_json(self.outcome)})
-    for p in self.parties.values():
-        if p.status != DONE: self._wake(p, 'game_over')
-        p.status = DONE
-    self.turn = None
-
 @patch
 def _wake(self: Engine, p: _Party, woke_by: str):
     "Resolve `p`'s pending wait (or give it an update) with a fresh report; the record gets it too."
@@ -157,6 +152,19 @@ def _wake(self: Engine, p: _Party, woke_by: str):
     else:
         p.update = rep
         self.log.append({'role': p.role.value, 'update': rep})
+
+# %% ../nbs/03_engine.ipynb #8cc5f180
+@patch
+def _end(self: Engine, reason: EndReason, by: Role | None = None, price: int | None = None,
+         t: float | None = None):
+    "Close the game; every party still waiting gets a final report."
+    if t is not None: self.now = t
+    self.outcome = Outcome(reason, self.now, self.n_calls, price, by)
+    self.log.append({'end': _outcome_json(self.outcome)})
+    for p in self.parties.values():
+        if p.status != DONE: self._wake(p, 'game_over')
+        p.status = DONE
+    self.turn = None
 
 # %% ../nbs/03_engine.ipynb #76953476
 @patch
@@ -227,12 +235,14 @@ def _as_call(c) -> ToolCall:
     if type(cid) is not str: cid = '' if cid is None else f'<{type(cid).__name__}>'
     return c if name is c.name and cid is c.id else ToolCall(name, c.arguments, cid)
 
+# %% ../nbs/03_engine.ipynb #65fa4e17
 @patch
 def _stored_arguments(self: Engine, raw):
     "What the record keeps of a rejected call's arguments: enough to give the same error on replay."
     raw = plain_arguments(raw)
     return raw[:self.limits.max_arguments + 1] if type(raw) is str else raw
 
+# %% ../nbs/03_engine.ipynb #a0f575e4
 @patch
 def _checked(self: Engine, c: ToolCall):
     "`check_call` of `c`; an error is worded from the arguments as the record stores them (sorted keys), as replay is."
@@ -252,6 +262,7 @@ def _reject(self: Engine, p: _Party, c: ToolCall, e: ToolError) -> dict:
     if p.invalid > self.rules.max_invalid: self._end(EndReason.INVALID_CALLS, by=p.role)
     return e.result()
 
+# %% ../nbs/03_engine.ipynb #ecdc6cd4
 @patch
 def _too_late(self: Engine, p: _Party, c: ToolCall, t: float) -> dict:
     "End the game for a call that would land at `t`, after the deadline or beyond the cap on actions."
@@ -300,6 +311,7 @@ def _no_call(self: Engine, p: _Party):
                 'message': 'call one of the tools to act; text alone does nothing'}
     if p.invalid > self.rules.max_invalid: self._end(EndReason.INVALID_CALLS, by=p.role)
 
+# %% ../nbs/03_engine.ipynb #620b6a46
 @patch
 def submit(self: Engine, role: Role, calls: list) -> None:
     "Carry out one batch of `role`'s calls, in order; their results wait in `take(role)`."
@@ -346,10 +358,12 @@ def _flat(x) -> dict:
     "A dataclass of plain values as a dict, as `asdict` gives it, without its deep copy (a tenth of the time)."
     return {n: getattr(x, n) for n in _NAMES[type(x)]}
 
+# %% ../nbs/03_engine.ipynb #c88f3e1a
 def scenario_json(sc: Scenario) -> dict:
     "A scenario as plain JSON."
     return {**_flat(sc), 'item': _flat(sc.item)}
 
+# %% ../nbs/03_engine.ipynb #23cf83e4
 def scenario_from_json(d: dict) -> Scenario:
     "The inverse of `scenario_json`."
     return Scenario(Item(**d['item']), d['buyer_value'], d['seller_cost'], d['tier'], d.get('preset', ''))
@@ -423,6 +437,7 @@ def entry(rec: dict):
     if 'end' in rec: return End(rec['end'])
     raise ReplayError(f'a log record of no known kind (keys {sorted(rec)})')
 
+# %% ../nbs/03_engine.ipynb #0486ef87
 def records(t: dict) -> list:
     "Every record of a transcript's log, named."
     return [entry(r) for r in t['log']]
@@ -436,6 +451,7 @@ def calls(t: dict, tool: str | None = None, landed: bool | None = None) -> list[
         if landed is None or ('t' in r) == landed: out.append(entry(r))
     return out
 
+# %% ../nbs/03_engine.ipynb #c9dd1962
 def offers(t: dict) -> list[tuple]:
     "(time, role, dollars) of each offer made, in order."
     return [(c.t, c.role, c.result['price']) for c in calls(t, 'make_offer', landed=True) if c.ok]
@@ -446,6 +462,7 @@ def _text_fields(name: str) -> list[str]:
     tool = TOOLS.get(name)
     return [n for n, k in tool.fields.items() if k is Text or k is Message] if tool else []
 
+# %% ../nbs/03_engine.ipynb #5d5ec926
 def said(t: dict) -> list[tuple]:
     "(time, role, text) of what the parties wrote to each other: the words of their landed calls, in order."
     out = []
@@ -515,3 +532,23 @@ def result(self: Engine, agents: dict | None = None, messages: dict | None = Non
     invalid = {r.value: p.invalid for r, p in self.parties.items()}
     return GameResult(self.scenario, self.outcome, tuple(self.events), self.transcript(agents, info), agents,
                       self.seed, invalid, messages or None, info, failure or None)
+
+# %% ../nbs/03_engine.ipynb #4152360c
+def _md(s: str) -> str:
+    "Text made safe for one cell of a markdown table (no pipes, no line breaks, no math dollars)."
+    return s.replace('|', '\\|').replace('\n', ' ').replace('$', '\\$')
+
+# %% ../nbs/03_engine.ipynb #d371d099
+@patch
+def _repr_markdown_(self: GameResult) -> str:
+    "The game as a table of its public actions, under who played with what private number, and over the ending."
+    sc, a, o = self.scenario, self.agents or {}, self.outcome
+    head = (f'**{sc.item.title}**, listed at {fmt_money(sc.item.listing_price)} ({sc.tier} tier): buyer '
+            f'{a.get("buyer", "")} values it at {fmt_money(sc.buyer_value)}, seller {a.get("seller", "")} has cost '
+            f'{fmt_money(sc.seller_cost)}; seed {self.seed}')
+    rows = ['| t (s) | who | action | text |', '|---:|---|---|---|']
+    for e in self.events:
+        what = EVENTS[e.kind].format(price='' if e.price is None else fmt_money(e.price), offer_id=e.offer_id)
+        rows.append(f'| {e.t:.1f} | {e.role} | {_md(what)} | {_md(e.text)} |')
+    end = o._repr_markdown_() if o is not None else 'not over'
+    return '\n\n'.join([_md(head), '\n'.join(rows), end])

@@ -8,7 +8,7 @@ Docs: https://github.com/bilateral-dev/bilateral/grpo.html.md"""
 from __future__ import annotations
 import asyncio, inspect, json, re, time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from fastcore.basics import patch
@@ -21,12 +21,12 @@ from .local import parse_tool_calls
 from .metrics import game_row
 from .scenarios import DEFAULT_PRESET, sample_scenarios
 from .store import Store
-from .sft import _step_file, load_lora_model, pick_backend, save_trained, torch_threads
+from .sft import step_file, load_lora_model, pick_backend, save_trained, torch_threads
 
 # %% auto #0
-__all__ = ['PY_TYPE', 'CARRIER', 'GRPO_ROLES', 'REWARD_PARTS', 'REWARDS', 'GRPO_CONFIGS', 'tool_method', 'BargainEnv',
-           'reply_calls', 'response_parser', 'grpo_tokenizer', 'grpo_rows', 'reward_parts', 'Rewards', 'reward_trend',
-           'train_grpo']
+__all__ = ['PY_TYPE', 'CARRIER', 'GRPO_ROLES', 'REWARD_PARTS', 'REWARDS', 'GRPO_CONFIGS', 'tool_method', 'add_tool_methods',
+           'Rollout', 'BargainEnv', 'reply_calls', 'response_parser', 'grpo_tokenizer', 'grpo_rows', 'reward_parts',
+           'Rewards', 'reward_trend', 'train_grpo']
 
 # %% ../nbs/09c_grpo.ipynb #7671cd95
 PY_TYPE = {'number': float, 'string': str, 'integer': int, 'boolean': bool}
@@ -51,6 +51,12 @@ def tool_method(t):
     call.__doc__ = _doc(t)
     return call
 
+# %% ../nbs/09c_grpo.ipynb #c2fbab42
+def add_tool_methods(cls):
+    "Give `cls` a `tool_method` per tool of the registry (each queues its call with `cls._queue`); returns `cls`."
+    for t in TOOLS.values(): setattr(cls, t.name, tool_method(t))
+    return cls
+
 # %% ../nbs/09c_grpo.ipynb #e79a8484
 class _Result:
     "One call's result, written out when TRL turns it into text; the first one carries out the whole reply."
@@ -58,17 +64,35 @@ class _Result:
     def __init__(self, env, i): self.env, self.i = env, i
     def __str__(self): return self.env._text(self.i)
 
+# %% ../nbs/09c_grpo.ipynb #0116471f
+@dataclass
+class Rollout:
+    "What one rollout holds, built by `BargainEnv.reset`: the game, the opponent, the calls and their results."
+    eng: Engine                                     # the game
+    agent: Agent                                    # the opponent, playing the other side
+    messages: list = field(default_factory=list)    # the model's conversation, as the tournament writes it
+    pending: list = field(default_factory=list)     # calls of the current reply, carried out together
+    texts: list = field(default_factory=list)       # every call's result text, in the order of the calls
+    n: int = 0                                      # calls made so far (the next is `call_{n+1}`)
+    settled: bool = False                           # the rollout's end is written into the game
+    kept: bool = False                              # `Rewards` has stored the game
+
 # %% ../nbs/09c_grpo.ipynb #0123c03b
+@add_tool_methods
 class BargainEnv:
     "One game per rollout: the trainer's model plays `role` through tool calls, a fixed agent plays the other side."
     def __init__(self, opponent: str = 'boulware', role: str = 'buyer', rules: Rules = Rules()):
-        self.opponent, self.rules, self.eng = opponent, rules, None
+        self.opponent, self.rules, self.rollout = opponent, rules, None   # `reset` builds each game's `Rollout`
         self.role = Role('buyer' if role == 'both' else role)   # 'both': each dataset row names its role
         self.loop = asyncio.new_event_loop()   # the opponent's, kept from game to game
         self.seconds = 0.0            # time spent in the environment and the engine, over every game it held
         make_agent(opponent)          # a bad spec fails here, before any training
 
-for _t in TOOLS.values(): setattr(BargainEnv, _t.name, tool_method(_t))
+    @property
+    def eng(self) -> Engine | None: return self.rollout.eng if self.rollout else None   # the current game
+
+    @property
+    def messages(self) -> list: return self.rollout.messages   # the model's conversation in the current game
 
 # %% ../nbs/09c_grpo.ipynb #00293307
 @patch
@@ -82,7 +106,7 @@ def _run(self: BargainEnv, coro):
 @patch
 def _advance(self: BargainEnv):
     "Let the opponent play until it is the model's turn or the game is over."
-    eng, other, a = self.eng, self.role.other, self.agent
+    eng, other, a = self.rollout.eng, self.role.other, self.rollout.agent
     while eng.next_turn() is other:
         obs = eng.take(other)
         calls = a.act_now(obs) if type(a).act is Agent.act else self._run(a.act(obs))
@@ -97,14 +121,13 @@ def reset(self: BargainEnv, scenario: str, seed: int, first_mover: str = 'buyer'
     t0 = time.perf_counter()
     if role: self.role = Role(role)
     sc, rules = scenario_from_json(json.loads(scenario)), replace(self.rules, first_mover=first_mover)
-    eng = self.eng = Engine(sc, rules, seed)
-    self.agent = make_agent(self.opponent)
-    self._run(self.agent.start(eng.brief(self.role.other)))
-    self.pending, self.texts, self.n, self.settled, self.kept = [], [], 0, False, False
+    eng = Engine(sc, rules, seed)
+    r = self.rollout = Rollout(eng, make_agent(self.opponent))
+    self._run(r.agent.start(eng.brief(self.role.other)))
     self._advance()
     brief = eng.brief(self.role)
     text = opening(brief, eng.take(self.role).update)
-    self.messages = [{'role': 'system', 'content': system_prompt(brief)}, {'role': 'user', 'content': text}]
+    r.messages = [{'role': 'system', 'content': system_prompt(brief)}, {'role': 'user', 'content': text}]
     self.seconds += time.perf_counter() - t0
     return text
 
@@ -115,22 +138,23 @@ def _queue(self: BargainEnv, name: str, arguments: dict) -> _Result:
     raw = arguments.get(CARRIER)
     if isinstance(raw, dict) and len(arguments) == 1: name, args = raw.get('name'), raw.get('arguments')
     else: args = json.dumps(arguments)
-    self.n += 1
-    self.pending.append(ToolCall(name, args, f'call_{self.n}'))
-    return _Result(self, len(self.texts) + len(self.pending) - 1)
+    r = self.rollout
+    r.n += 1
+    r.pending.append(ToolCall(name, args, f'call_{r.n}'))
+    return _Result(self, len(r.texts) + len(r.pending) - 1)
 
 @patch
 def _text(self: BargainEnv, i: int) -> str:
     "The text of call `i`'s result, carrying out the pending reply first."
-    if self.pending: self._submit()
-    return self.texts[i]
+    if self.rollout.pending: self._submit()
+    return self.rollout.texts[i]
 
 # %% ../nbs/09c_grpo.ipynb #22f6a478
 @patch
 def _answer(self: BargainEnv, call_id: str, text: str):
     "Keep a call's result for TRL, and in the conversation as the tournament writes it."
-    self.texts.append(text)
-    self.messages.append({'role': 'tool', 'tool_call_id': call_id, 'content': text})
+    self.rollout.texts.append(text)
+    self.rollout.messages.append({'role': 'tool', 'tool_call_id': call_id, 'content': text})
 
 @patch
 def _took(self: BargainEnv, t0: float): self.seconds += time.perf_counter() - t0
@@ -141,9 +165,9 @@ _OVER = {'ok': False, 'error': 'game_over', 'message': 'the game has ended'}
 @patch
 def _submit(self: BargainEnv):
     "Carry out the pending reply as one batch, let the opponent play, and write every call's result."
-    t0, eng, calls = time.perf_counter(), self.eng, self.pending
-    self.pending = []
-    self.messages.append({'role': 'assistant', 'content': '', 'tool_calls': [
+    t0, r = time.perf_counter(), self.rollout
+    eng, calls, r.pending = r.eng, r.pending, []
+    r.messages.append({'role': 'assistant', 'content': '', 'tool_calls': [
         {'id': c.id, 'type': 'function', 'function': {'name': c.name, 'arguments': c.arguments}} for c in calls]})
     update = None
     if eng.done: results = [ToolResult(c.id, c.name, _OVER) for c in calls]
@@ -152,8 +176,8 @@ def _submit(self: BargainEnv):
         if eng.turn is not self.role: self._advance()
         results, update = eng.take(self.role)
     brief = eng.brief(self.role)
-    for r in results: self._answer(r.call_id, render_result(r.content, brief))
-    if update is not None: self.messages.append({'role': 'user', 'content': render_result(update, brief)})
+    for res in results: self._answer(res.call_id, render_result(res.content, brief))
+    if update is not None: r.messages.append({'role': 'user', 'content': render_result(update, brief)})
     self._took(t0)
 
 # %% ../nbs/09c_grpo.ipynb #05ee9d68
@@ -192,17 +216,18 @@ def grpo_tokenizer(model_dir: str | Path):
 @patch
 def _end_rollout(self: BargainEnv, completion: list | None = None):
     "End the game if the rollout ended first, and fill the model's words into the conversation (once)."
-    if self.settled: return
+    r = self.rollout
+    if r.settled: return
     said = [m.get('content') or '' for m in completion or [] if m.get('role') == 'assistant']
-    mine = [m for m in self.messages if m['role'] == 'assistant']
+    mine = [m for m in r.messages if m['role'] == 'assistant']
     for m, s in zip(mine, said): m['content'] = s
     extra = said[len(mine):]
-    for s in extra: self.messages.append({'role': 'assistant', 'content': s})
+    for s in extra: r.messages.append({'role': 'assistant', 'content': s})
     if not self.eng.done:
         if extra: self.eng.submit(self.role, [])
         why = 'a reply without a tool call ended the rollout' if extra else 'the rollout ran out of tokens or rounds'
         self.eng.fail(self.role, why, EndReason.AGENT_LIMIT)
-    self.settled = True
+    r.settled = True
 
 # %% ../nbs/09c_grpo.ipynb #8d73b176
 GRPO_ROLES = ('buyer', 'seller', 'both')
@@ -260,7 +285,7 @@ class Rewards:
 def _keep(self: Rewards, env: BargainEnv):
     "Store one settled rollout's game."
     self.env_seconds += env.seconds
-    env.seconds, env.kept = 0.0, True
+    env.seconds, env.rollout.kept = 0.0, True
     i, self.n = self.n, self.n + 1
     if self.store is None: return
     eng, role = env.eng, env.role
@@ -281,7 +306,7 @@ def _component(self: Rewards, key: str):
 @patch
 def _settle(self: Rewards, envs: list, completions: list, log_metric=None):
     "Settle, store and measure a batch's rollouts, once."
-    fresh = [(e, c) for e, c in zip(envs, completions) if not e.kept]
+    fresh = [(e, c) for e, c in zip(envs, completions) if not e.rollout.kept]
     for e, c in fresh: e._end_rollout(c)
     if not fresh: return
     for e, _ in fresh: self._keep(e)
@@ -369,7 +394,7 @@ def train_grpo(model_dir, out_dir, opponent: str = 'boulware', role: str = 'buye
                          train_dataset=Dataset.from_list(grpo_rows(cfg['scenarios'], role, cfg['preset'], seed, rules)),
                          processing_class=grpo_tokenizer(model_dir), reward_funcs=rewards.funcs(),
                          environment_factory=partial(BargainEnv, opponent, role, rules), peft_config=peft,
-                         callbacks=[_step_file(progress_file)] if progress_file else None)
+                         callbacks=[step_file(progress_file)] if progress_file else None)
         t0 = time.perf_counter()
         tr.train()
         t = time.perf_counter() - t0

@@ -21,7 +21,7 @@ from .metrics import game_row
 from .scenarios import DEFAULT_PRESET, sample_scenarios
 from .store import nan_to_none
 from .seat import RemoteSeat, Seated, run_on
-from .grpo import CARRIER, tool_method
+from .grpo import CARRIER, add_tool_methods
 
 # %% auto #0
 __all__ = ['MAX_CALLS', 'MAX_CONTENT', 'BargainAction', 'BargainObservation', 'BargainState', 'BargainEnvironment', 'make_app',
@@ -198,14 +198,13 @@ class _Lazy:
     def __init__(self, env, i): self.env, self.i = env, i
     def __str__(self): return self.env._text(self.i)
 
+@add_tool_methods   # as `BargainEnv` has them
 class OpenEnvBargain:
     "TRL's `environment_factory` class for a bargaining server: one game per rollout, the model's seat over the wire."
     def __init__(self, base_url: str, role: str = 'buyer', opponent: str | None = None):
         self.client = BargainClient(base_url=base_url).sync()
         self.client.connect()
         self.role, self.opponent, self.reward, self.done = role, opponent, 0.0, False
-
-for _t in TOOLS.values(): setattr(OpenEnvBargain, _t.name, tool_method(_t))   # as `BargainEnv` has them
 
 # %% ../nbs/15b_openenv.ipynb #646eb3eb
 @patch

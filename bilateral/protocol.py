@@ -73,6 +73,7 @@ class ToolCall(NamedTuple):
     arguments: str | dict = '{}'
     id: str = ''
 
+# %% ../nbs/02_protocol.ipynb #d7af9dac
 class ToolResult(NamedTuple):
     "The engine's answer to one call."
     call_id: str
@@ -143,6 +144,7 @@ def _show(x) -> str:
     try: return json.dumps(x, allow_nan=True)[:40]
     except (TypeError, ValueError, RecursionError): return f'a {type(x).__name__}'
 
+# %% ../nbs/02_protocol.ipynb #151cfbce
 def _number(name, x, lo, hi, what):
     if isinstance(x, bool) or not isinstance(x, (int, float)):
         raise ToolError('wrong_type', f'{name} must be a number, got {_show(x)}')
@@ -151,6 +153,7 @@ def _number(name, x, lo, hi, what):
         raise ToolError('out_of_range', f'{name} must be > {lo:g} and <= {hi:g} {what}, got {_show(x)}')
     return x
 
+# %% ../nbs/02_protocol.ipynb #86eec4ba
 def _text(name, x, cap):
     if not isinstance(x, str): raise ToolError('wrong_type', f'{name} must be a string, got {_show(x)}')
     if len(x) > cap: raise ToolError('too_long', f'{name} has {len(x)} characters; the limit is {cap}')
@@ -285,6 +288,7 @@ def accept_offer(game: Seat, offer_id: OfferId) -> dict:
     game.close(EndReason.DEAL, o.price)
     return {'ok': True, 'deal': True, 'price': o.price / 100}
 
+# %% ../nbs/02_protocol.ipynb #cf361266
 @tool()
 def reject_offer(game: Seat, offer_id: OfferId, reason: Text = '') -> dict:
     """Reject the other party's current standing offer; it stops standing.
@@ -314,6 +318,7 @@ def wait_for_response(game: Seat) -> dict:
     """End your turn and wait until the other party acts. Returns what they did and the time left."""
     game.sleep()
 
+# %% ../nbs/02_protocol.ipynb #d24692d7
 @tool(ends_turn=True)
 def wait(game: Seat, seconds: Seconds) -> dict:
     """End your turn and wait up to `seconds` of simulated time; you wake earlier if the other party acts.

@@ -23,12 +23,12 @@ from .scenarios import sample_scenarios
 from .tiny import build_model, train_tokenizer
 
 # %% auto #0
-__all__ = ['TINY_WINDOW', 'ROLES', 'SFT_COLUMNS', 'SFT_CONFIGS', 'windows', 'cuts', 'sft_dataset', 'train_sft', 'torch_threads',
-           'ladder_conversations', 'build_tiny_model', 'reply_validity', 'tool_call_rate', 'first_situations',
-           'first_offers', 'first_offer_scores', 'offer_curve', 'role_rows', 'select_conversations', 'split_scenarios',
-           'conversation_dataset', 'sft_counts', 'save_sft_data', 'load_sft_data', 'sft_data', 'pick_backend',
-           'training_template', 'sft_tokens', 'load_lora_model', 'sft_trainer', 'save_trained', 'train_lora_sft',
-           'teacher_forced_loss', 'merge_adapter']
+__all__ = ['TINY_WINDOW', 'ROLES', 'SFT_COLUMNS', 'SFT_CONFIGS', 'windows', 'cuts', 'sft_dataset', 'step_file', 'train_sft',
+           'torch_threads', 'ladder_conversations', 'build_tiny_model', 'reply_validity', 'tool_call_rate',
+           'first_situations', 'first_offers', 'first_offer_scores', 'offer_curve', 'role_rows', 'select_conversations',
+           'split_scenarios', 'conversation_dataset', 'sft_counts', 'save_sft_data', 'load_sft_data', 'sft_data',
+           'pick_backend', 'training_template', 'sft_tokens', 'load_lora_model', 'sft_trainer', 'save_trained',
+           'train_lora_sft', 'teacher_forced_loss', 'merge_adapter']
 
 # %% ../nbs/09b_sft.ipynb #399a3ee3
 def windows(conv: list, window: int | None, per_conv: int, rng) -> list:
@@ -57,7 +57,7 @@ def sft_dataset(tok, conversations, max_length: int = 1536):
     return Dataset.from_dict(rows)
 
 # %% ../nbs/09b_sft.ipynb #4ebec28c
-def _step_file(path: str):
+def step_file(path: str):
     "A TrainerCallback that writes the step and the total steps to the JSON file `path` at the start and each step."
     from transformers import TrainerCallback
     class StepFile(TrainerCallback):
@@ -81,7 +81,7 @@ def train_sft(model, tok, ds, epochs: float = 3, lr: float = 3e-3, batch: int = 
                      seed=seed, lr_scheduler_type='cosine', warmup_steps=10, disable_tqdm=True,
                      gradient_checkpointing=checkpointing, max_steps=max_steps or -1)
     tr = SFTTrainer(model=model, args=args, train_dataset=ds, processing_class=tok,
-                    callbacks=([_step_file(progress_file)] if progress_file else []) + (callbacks or []))
+                    callbacks=([step_file(progress_file)] if progress_file else []) + (callbacks or []))
     return tr.train().training_loss
 
 # %% ../nbs/09b_sft.ipynb #d1039441
@@ -484,7 +484,7 @@ def sft_trainer(model, tok, ds, cfg: dict, peft=None, max_steps: int | None = No
                      include_num_input_tokens_seen='non_padding')
     with _quiet():
         return SFTTrainer(model=model, args=args, train_dataset=ds, processing_class=tok, peft_config=peft,
-                          callbacks=[_step_file(progress_file)] if progress_file else None)
+                          callbacks=[step_file(progress_file)] if progress_file else None)
 
 # %% ../nbs/09b_sft.ipynb #711036ae
 def save_trained(model, tok, out_dir: Path, merge: bool, backend: str):
