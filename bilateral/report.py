@@ -109,7 +109,7 @@ PROFILES = {
         {'name': 'tiny', 'agents': [BASE_SPEC] + LADDER, 'games_per_pair': 4, 'preset': 'dollars', 'deadline': 60.0,
          'seed': 0, 'self_play': False, 'first_mover': 'alternate', 'threads': 1}],
         'train': {'preset': 'dollars', 'deadline': 60.0, 'opponent': 'conceder', 'role': 'buyer', 'grpo_steps': 30,
-                  'scenarios': 64, 'threads': 2,   # base and SFT: the same weights as one thread, sooner
+                  'scenarios': 64, 'threads': 2,   # base, SFT and GRPO: the same weights as one thread, sooner
                   'reward': 'share-invalid-failed', 'seed': 0, 'unseen': ['boulware', 'linear'], 'eval_games': 14,
                   'transfer_preset': DEFAULT_PRESET, 'transfer_unseen': ['linear'], 'transfer_games': 4}},
     'paper': {'concurrency': 32, 'n_boot': 1000, 'stages': [
@@ -239,7 +239,7 @@ def _train_grpo(run_dir: Path, tr: dict, n_boot: int, progress: bool):
         g = Path(tmp) / 'grpo.json'
         gp = {'out_dir': str(d), 'opponent': tr['opponent'], 'role': tr['role'], 'max_steps': tr['grpo_steps'],
               'scenarios': tr['scenarios'], 'reward': tr['reward'], 'preset': preset, 'deadline': dl, 'seed': seed,
-              'progress_file': str(g)}
+              'threads': tr['threads'], 'progress_file': str(g)}
         _execute('train_grpo', d / 'train_grpo.ipynb', gp, progress, (partial(_steps_done, g), 'GRPO', 'step'))
     models = {'base': f"hf:{d / 'base'}", 'sft': f"hf:{d / 'sft'}", 'grpo': f"hf:{d / 'grpo' / 'model'}"}
     ev = {'models': models, 'seen': [tr['opponent']], 'unseen': tr['unseen'], 'seed': seed, 'concurrency': 16,
