@@ -272,6 +272,7 @@ def reproduce(profile: str = 'smoke', out_dir: str | Path | None = None, progres
     if 'tiny' in prof: _build_tiny(run_dir, models['tiny'], prof['tiny'], progress)
     stages = [{**st, **overrides} for st in prof['stages']]
     on_base = [st for st in stages if any('{base}' in a for a in st['agents'])]   # they wait for the chain's base
+    if on_base and 'train' not in prof: raise ConfigError(f'profile {profile!r} plays {{base}} but trains none')
     for st in stages:
         if st not in on_base: _stage(run_dir, st, prof, models, progress)
     tr = {**prof.get('train', {}), **overrides}
