@@ -7,6 +7,8 @@ Docs: https://github.com/bilateral-dev/bilateral/local.html.md"""
 # %% ../nbs/06c_local.ipynb #37816b16
 from __future__ import annotations
 import asyncio, json, re, time, weakref
+from typing import NamedTuple
+import numpy as np
 from pathlib import Path
 from fastcore.basics import patch
 from .core import ConfigError, Unreachable
@@ -15,7 +17,7 @@ from .agents import Opt, register_agent
 from .chat import PROMPT_NAME, ChatAgent, ChatLimits, Reply, prompt_hash
 
 # %% auto #0
-__all__ = ['HF_OPTIONS', 'parse_tool_calls', 'LocalModel', 'local_model', 'LocalAgent']
+__all__ = ['HF_OPTIONS', 'parse_tool_calls', 'LocalModel', 'Prefix', 'common_prefix', 'batch_layout', 'local_model', 'LocalAgent']
 
 # %% ../nbs/06c_local.ipynb #eb0ae100
 _CALL = re.compile(r'<tool_call>\s*(.*?)\s*(?:</tool_call>|$)', re.S)
@@ -42,9 +44,10 @@ def parse_tool_calls(text: str) -> tuple[str, list[dict]]:
 # %% ../nbs/06c_local.ipynb #b453cd26
 class LocalModel:
     "A transformers model folder serving batched chat completions."
-    def __init__(self, path: str | Path, batch_size: int = 16):
+    def __init__(self, path: str | Path, batch_size: int = 16, cache: int | None = None):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.generation.utils import GenerateDecoderOnlyOutput
         self.path, self.batch_size = str(path), batch_size
         if not Path(path).is_dir(): raise ConfigError(f'no model folder at {path}')
         self.tok = AutoTokenizer.from_pretrained(path)
@@ -52,6 +55,8 @@ class LocalModel:
         if self.tok.pad_token is None: self.tok.pad_token = self.tok.eos_token
         self.model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
         self.queue, self.worker, self.batches = asyncio.Queue(), None, 0
+        self.cache, self.kv = 2 * batch_size if cache is None else cache, []   # kept prompts: `Prefix`es
+        self.cache_arg = 'cache' if 'cache' in GenerateDecoderOnlyOutput.__dataclass_fields__ else 'past_key_values'
 
 # %% ../nbs/06c_local.ipynb #08d002c3
 @patch
@@ -62,6 +67,64 @@ def _decode(self: LocalModel, row, n_in: int) -> tuple[str, int, int]:
     text = self.tok.decode(ids, skip_special_tokens=False)
     return text.replace(self.tok.eos_token, '').replace(self.tok.pad_token, ''), n_in, len(ids)
 
+# %% ../nbs/06c_local.ipynb #8cc5f415
+class Prefix(NamedTuple):
+    "A prompt the model read: its token ids, and for each layer its keys and values ([heads, tokens, dim])."
+    ids: np.ndarray
+    kv: list
+
+def common_prefix(a, b) -> int:
+    "How many leading token ids two sequences share."
+    n = min(len(a), len(b))
+    d = np.flatnonzero(np.asarray(a[:n]) != np.asarray(b[:n]))
+    return int(d[0]) if len(d) else n
+
+# %% ../nbs/06c_local.ipynb #5aaa0dd7
+@patch
+def _lookup(self: LocalModel, ids) -> tuple[int, Prefix | None]:
+    "(tokens of `ids` a kept prompt already read, at most all but the last; that prompt or None)."
+    best, hit = 0, None
+    for p in self.kv:
+        n = common_prefix(p.ids, ids)
+        if n > best: best, hit = n, p
+    return min(best, len(ids) - 1), hit
+
+# %% ../nbs/06c_local.ipynb #3c5befea
+def batch_layout(lens: list, reused: list) -> tuple[int, int, list]:
+    "(kept columns c, fed columns m, kept tokens of each row) for rows of `lens` tokens, `reused` of them kept."
+    m = max(n - r for n, r in zip(lens, reused))
+    keep = [max(0, n - m) for n in lens]
+    return max(keep), m, keep
+
+# %% ../nbs/06c_local.ipynb #c9870f3a
+def _left_pad(xs: list, c: int):
+    "[heads, n, dim] tensors (None: n = 0), zeros on the left, stacked to [rows, heads, c, dim]."
+    import torch
+    ref = next(x for x in xs if x is not None)
+    zeros = lambda n: ref.new_zeros(ref.shape[0], n, ref.shape[2])
+    return torch.stack([zeros(c) if x is None else torch.cat([zeros(c - x.shape[1]), x], 1) for x in xs])
+
+# %% ../nbs/06c_local.ipynb #dd77f757
+@patch
+def _past(self: LocalModel, hits: list, keep: list, c: int):
+    "A cache of `c` columns holding each row's first `keep` tokens from its kept prompt."
+    from transformers import DynamicCache
+    ps = [p if k else None for (_, p), k in zip(hits, keep)]
+    layers = [tuple(_left_pad([p and p.kv[l][j][:, :k] for p, k in zip(ps, keep)], c) for j in (0, 1))
+              for l in range(len(next(p for p in ps if p).kv))]
+    return DynamicCache(ddp_cache_data=layers, config=self.model.config)
+
+@patch
+def _remember(self: LocalModel, cache, rows: list, hits: list, end: int):
+    "Keep each row's prompt (its last `len(row)` columns before `end`) instead of the kept prompt it extends."
+    if not self.cache: return
+    done = {id(p) for n, p in hits if p is not None and n >= len(p.ids) - 1}
+    kv = [(layer.keys, layer.values) for layer in cache.layers]
+    self.kv = [p for p in self.kv if id(p) not in done] + [
+        Prefix(r, [(k[i, :, end - len(r):end].clone(), v[i, :, end - len(r):end].clone()) for k, v in kv])
+        for i, r in enumerate(rows)]
+    self.kv = self.kv[-self.cache:]
+
 # %% ../nbs/06c_local.ipynb #908b1633
 @patch
 def _run(self: LocalModel, batch) -> list:
@@ -69,14 +132,21 @@ def _run(self: LocalModel, batch) -> list:
     import torch
     texts = [self.tok.apply_chat_template(m, tools=t, add_generation_prompt=True, tokenize=False)
              for m, t, *_ in batch]
-    enc = self.tok(texts, return_tensors='pt', padding=True, add_special_tokens=False)
-    temp = max(b[3] for b in batch)
+    rows = [np.array(self.tok(t, add_special_tokens=False)['input_ids']) for t in texts]
+    hits = [self._lookup(r) for r in rows]
+    c, m, keep = batch_layout([len(r) for r in rows], [n for n, _ in hits])
+    ids = torch.full((len(rows), c + m), self.tok.pad_token_id)
+    mask = torch.zeros_like(ids)
+    for i, r in enumerate(rows): ids[i, c + m - len(r):], mask[i, c + m - len(r):] = torch.as_tensor(r), 1
+    past = {self.cache_arg: self._past(hits, keep, c)} if c else {}
+    temp, dev = max(b[3] for b in batch), self.model.device
     with torch.no_grad():
-        out = self.model.generate(**enc, max_new_tokens=max(b[2] for b in batch), do_sample=temp > 0,
+        out = self.model.generate(input_ids=ids.to(dev), attention_mask=mask.to(dev), return_dict_in_generate=True,
+                                  max_new_tokens=max(b[2] for b in batch), do_sample=temp > 0, **past,
                                   temperature=temp or None, top_p=None, top_k=None, pad_token_id=self.tok.pad_token_id)
     self.batches += 1
-    n_in = enc['attention_mask'].sum(1).tolist()
-    return [self._decode(row, int(n_in[i])) for i, row in enumerate(out[:, enc['input_ids'].shape[1]:])]
+    self._remember(getattr(out, self.cache_arg), rows, hits, c + m)
+    return [self._decode(row, len(r)) for row, r in zip(out.sequences[:, c + m:], rows)]
 
 # %% ../nbs/06c_local.ipynb #ff062638
 @patch
@@ -103,19 +173,19 @@ async def _serve(self: LocalModel):
 # %% ../nbs/06c_local.ipynb #d10e73b1
 _MODELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
-def local_model(path: str, batch_size: int = 16) -> LocalModel:
+def local_model(path: str, batch_size: int = 16, cache: int | None = None) -> LocalModel:
     "The shared `LocalModel` of this event loop for a folder."
     pool = _MODELS.setdefault(asyncio.get_running_loop(), {})
-    if path not in pool: pool[path] = LocalModel(path, batch_size)
+    if path not in pool: pool[path] = LocalModel(path, batch_size, cache)
     return pool[path]
 
 # %% ../nbs/06c_local.ipynb #1e6d9f0a
 class LocalAgent(ChatAgent):
     "A local transformers model playing through its chat template."
     def __init__(self, path: str, max_new_tokens: int = 96, temperature: float = 0.0, batch: int = 16,
-                 window: int | None = None, max_turns: int = 100):
+                 window: int | None = None, max_turns: int = 100, cache: int | None = None):
         super().__init__(ChatLimits(max_turns, window=window))
-        self.path, self.max_new, self.temp, self.batch = path, max_new_tokens, temperature, batch
+        self.path, self.max_new, self.temp, self.batch, self.cache = path, max_new_tokens, temperature, batch, cache
 
     def check(self):
         if not Path(self.path).is_dir(): raise ConfigError(f'no model folder at {self.path}')
@@ -124,7 +194,7 @@ class LocalAgent(ChatAgent):
 
     async def start(self, brief: Brief):
         await super().start(brief)
-        try: self.lm = local_model(self.path, self.batch)
+        try: self.lm = local_model(self.path, self.batch, self.cache)
         except (OSError, ValueError, ConfigError) as e:
             raise Unreachable('model_load', f'cannot load the model in {self.path}: {e}'[:300], fatal=True) from None
 
@@ -143,6 +213,7 @@ def info(self: LocalAgent) -> dict:
 
 # %% ../nbs/06c_local.ipynb #8517d71d
 HF_OPTIONS = {'max_new_tokens': Opt(int, 1, 32_768), 'temperature': Opt(float, 0, 2), 'batch': Opt(int, 1, 1024),
-              'window': Opt(int, 1, 10**6), 'max_turns': Opt(int, 1, 10_000)}   # defaults: `LocalAgent`'s
+              'window': Opt(int, 1, 10**6), 'max_turns': Opt(int, 1, 10_000),
+              'cache': Opt(int, 0, 100_000)}   # defaults: `LocalAgent`'s
 register_agent('hf', LocalAgent, 'a local transformers model folder', arg='PATH', needs_arg=True,
                options=HF_OPTIONS, short=lambda a: a.rstrip('/').rsplit('/', 1)[-1])
