@@ -55,7 +55,7 @@ class LocalModel:
         if self.tok.pad_token is None: self.tok.pad_token = self.tok.eos_token
         self.model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
         self.queue, self.worker, self.batches = asyncio.Queue(), None, 0
-        self.cache, self.kv = 2 * batch_size if cache is None else cache, []   # kept prompts: `Prefix`es
+        self.cache, self.kv = 4 * batch_size if cache is None else cache, []   # kept prompts: `Prefix`es
         self.cache_arg = 'cache' if 'cache' in GenerateDecoderOnlyOutput.__dataclass_fields__ else 'past_key_values'
 
 # %% ../nbs/06c_local.ipynb #08d002c3
