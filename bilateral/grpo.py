@@ -17,7 +17,7 @@ from .protocol import TOOLS, Rules, ToolCall, ToolResult
 from .engine import Engine, scenario_from_json, scenario_json
 from .agents import Agent, make_agent
 from .chat import opening, render_result, system_prompt
-from .local import parse_tool_calls
+from .local import parse_tool_calls, prefix_generation
 from .metrics import game_row
 from .scenarios import DEFAULT_PRESET, sample_scenarios
 from .store import Store
@@ -382,8 +382,7 @@ def train_grpo(model_dir, out_dir, opponent: str = 'boulware', role: str = 'buye
     report go to `out_dir`."""
     from datasets import Dataset
     from trl import GRPOTrainer
-    if config not in GRPO_CONFIGS:
-        raise ConfigError(f"unknown config {config!r}; choose from {', '.join(GRPO_CONFIGS)}")
+    if config not in GRPO_CONFIGS: raise ConfigError(f"unknown config {config!r}; choose: {', '.join(GRPO_CONFIGS)}")
     if (bad := set(overrides) - set(GRPO_CONFIGS[config])): raise ConfigError(f'unknown GRPO settings: {sorted(bad)}')
     cfg = {**GRPO_CONFIGS[config], **overrides, **({'max_steps': max_steps} if max_steps else {})}
     out, be, rewards = Path(out_dir), pick_backend(backend), Rewards(reward, Store(Path(out_dir) / 'rollouts'))
@@ -395,6 +394,7 @@ def train_grpo(model_dir, out_dir, opponent: str = 'boulware', role: str = 'buye
                          processing_class=grpo_tokenizer(model_dir), reward_funcs=rewards.funcs(),
                          environment_factory=partial(BargainEnv, opponent, role, rules), peft_config=peft,
                          callbacks=[step_file(progress_file)] if progress_file else None)
+        if be == 'trl': prefix_generation(tr.model, 4 * cfg['batch'], lambda: tr.state.global_step)
         t0 = time.perf_counter()
         tr.train()
         t = time.perf_counter() - t0

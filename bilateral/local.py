@@ -17,7 +17,8 @@ from .agents import Opt, register_agent
 from .chat import PROMPT_NAME, ChatAgent, ChatLimits, Reply, prompt_hash
 
 # %% auto #0
-__all__ = ['HF_OPTIONS', 'parse_tool_calls', 'LocalModel', 'Prefix', 'common_prefix', 'batch_layout', 'local_model', 'LocalAgent']
+__all__ = ['HF_OPTIONS', 'parse_tool_calls', 'Prefix', 'common_prefix', 'PrefixCache', 'batch_layout', 'prefix_generation',
+           'LocalModel', 'local_model', 'LocalAgent']
 
 # %% ../nbs/06c_local.ipynb #eb0ae100
 _CALL = re.compile(r'<tool_call>\s*(.*?)\s*(?:</tool_call>|$)', re.S)
@@ -41,32 +42,6 @@ def parse_tool_calls(text: str) -> tuple[str, list[dict]]:
     calls = [_call(raw) for raw in _CALL.findall(text)]
     return content.strip(), calls
 
-# %% ../nbs/06c_local.ipynb #b453cd26
-class LocalModel:
-    "A transformers model folder serving batched chat completions."
-    def __init__(self, path: str | Path, batch_size: int = 16, cache: int | None = None):
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-        from transformers.generation.utils import GenerateDecoderOnlyOutput
-        self.path, self.batch_size = str(path), batch_size
-        if not Path(path).is_dir(): raise ConfigError(f'no model folder at {path}')
-        self.tok = AutoTokenizer.from_pretrained(path)
-        self.tok.padding_side = 'left'
-        if self.tok.pad_token is None: self.tok.pad_token = self.tok.eos_token
-        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
-        self.queue, self.worker, self.batches = asyncio.Queue(), None, 0
-        self.cache, self.kv = 4 * batch_size if cache is None else cache, []   # kept prompts: `Prefix`es
-        self.cache_arg = 'cache' if 'cache' in GenerateDecoderOnlyOutput.__dataclass_fields__ else 'past_key_values'
-
-# %% ../nbs/06c_local.ipynb #08d002c3
-@patch
-def _decode(self: LocalModel, row, n_in: int) -> tuple[str, int, int]:
-    "(text, prompt tokens, generated tokens) of one generated row."
-    ids = row.tolist()
-    if self.tok.eos_token_id in ids: ids = ids[:ids.index(self.tok.eos_token_id) + 1]
-    text = self.tok.decode(ids, skip_special_tokens=False)
-    return text.replace(self.tok.eos_token, '').replace(self.tok.pad_token, ''), n_in, len(ids)
-
 # %% ../nbs/06c_local.ipynb #8cc5f415
 class Prefix(NamedTuple):
     "A prompt the model read: its token ids, and for each layer its keys and values ([heads, tokens, dim])."
@@ -79,15 +54,18 @@ def common_prefix(a, b) -> int:
     d = np.flatnonzero(np.asarray(a[:n]) != np.asarray(b[:n]))
     return int(d[0]) if len(d) else n
 
-# %% ../nbs/06c_local.ipynb #5aaa0dd7
-@patch
-def _lookup(self: LocalModel, ids) -> tuple[int, Prefix | None]:
-    "(tokens of `ids` a kept prompt already read, at most all but the last; that prompt or None)."
-    best, hit = 0, None
-    for p in self.kv:
-        n = common_prefix(p.ids, ids)
-        if n > best: best, hit = n, p
-    return min(best, len(ids) - 1), hit
+# %% ../nbs/06c_local.ipynb #812578ad
+class PrefixCache:
+    "The keys and values of the last `size` prompts a model read, so that generation feeds only what is new."
+    def __init__(self, model, size: int, generate=None):
+        from transformers.generation.utils import GenerateDecoderOnlyOutput
+        self.model, self.size, self.gen, self.kv = model, size, generate or model.generate, []
+        self.arg = 'cache' if 'cache' in GenerateDecoderOnlyOutput.__dataclass_fields__ else 'past_key_values'
+
+    def lookup(self, ids) -> tuple[int, Prefix | None]:
+        "(tokens of `ids` a kept prompt already read, at most all but the last; that prompt, the shortest, or None)."
+        n, _, i = max(((common_prefix(p.ids, ids), -len(p.ids), i) for i, p in enumerate(self.kv)), default=(0, 0, 0))
+        return min(n, len(ids) - 1), self.kv[i] if n else None
 
 # %% ../nbs/06c_local.ipynb #3c5befea
 def batch_layout(lens: list, reused: list) -> tuple[int, int, list]:
@@ -104,9 +82,9 @@ def _left_pad(xs: list, c: int):
     zeros = lambda n: ref.new_zeros(ref.shape[0], n, ref.shape[2])
     return torch.stack([zeros(c) if x is None else torch.cat([zeros(c - x.shape[1]), x], 1) for x in xs])
 
-# %% ../nbs/06c_local.ipynb #dd77f757
+# %% ../nbs/06c_local.ipynb #c5c20fb4
 @patch
-def _past(self: LocalModel, hits: list, keep: list, c: int):
+def past(self: PrefixCache, hits: list, keep: list, c: int):
     "A cache of `c` columns holding each row's first `keep` tokens from its kept prompt."
     from transformers import DynamicCache
     ps = [p if k else None for (_, p), k in zip(hits, keep)]
@@ -115,38 +93,85 @@ def _past(self: LocalModel, hits: list, keep: list, c: int):
     return DynamicCache(ddp_cache_data=layers, config=self.model.config)
 
 @patch
-def _remember(self: LocalModel, cache, rows: list, hits: list, end: int):
+def remember(self: PrefixCache, cache, rows: list, hits: list, end: int):
     "Keep each row's prompt (its last `len(row)` columns before `end`) instead of the kept prompt it extends."
-    if not self.cache: return
+    if not self.size: return
     done = {id(p) for n, p in hits if p is not None and n >= len(p.ids) - 1}
     kv = [(layer.keys, layer.values) for layer in cache.layers]
     self.kv = [p for p in self.kv if id(p) not in done] + [
         Prefix(r, [(k[i, :, end - len(r):end].clone(), v[i, :, end - len(r):end].clone()) for k, v in kv])
         for i, r in enumerate(rows)]
-    self.kv = self.kv[-self.cache:]
+    self.kv = self.kv[-self.size:]
 
-# %% ../nbs/06c_local.ipynb #908b1633
+# %% ../nbs/06c_local.ipynb #17ec9961
+@patch
+def generate(self: PrefixCache, rows: list, pad: int, **kwargs) -> tuple:
+    "(ids [rows, w + generated], w) for token id `rows`, left-padded with `pad` to width w; `kwargs` go to generate."
+    import torch
+    hits = [self.lookup(r) for r in rows]
+    c, m, keep = batch_layout([len(r) for r in rows], [n for n, _ in hits])
+    ids = torch.full((len(rows), c + m), pad)
+    mask = torch.zeros_like(ids)
+    for i, r in enumerate(rows): ids[i, c + m - len(r):], mask[i, c + m - len(r):] = torch.as_tensor(r), 1
+    past = {self.arg: self.past(hits, keep, c)} if c else {}
+    dev = self.model.device
+    with torch.no_grad():
+        out = self.gen(input_ids=ids.to(dev), attention_mask=mask.to(dev), return_dict_in_generate=True,
+                       pad_token_id=pad, **past, **kwargs)
+    self.remember(getattr(out, self.arg), rows, hits, c + m)
+    return out.sequences, c + m
+
+# %% ../nbs/06c_local.ipynb #82dc4dbd
+def prefix_generation(model, size: int, version=lambda: 0) -> PrefixCache:
+    "Send `model.generate(input_ids, attention_mask, ...)` through a `PrefixCache`, emptied when `version()` changes."
+    import torch
+    pc, seen = PrefixCache(model, size, model.generate), [version()]
+    def generate(input_ids, attention_mask, **kwargs):
+        if version() != seen[0]: pc.kv, seen[0] = [], version()
+        cfg = kwargs.get('generation_config') or model.generation_config
+        pad = next(p for p in (kwargs.pop('pad_token_id', None), cfg.pad_token_id, cfg.eos_token_id) if p is not None)
+        rows = [r[m.bool()].cpu().numpy() for r, m in zip(input_ids, attention_mask)]
+        out, w = pc.generate(rows, pad, **kwargs)
+        return torch.cat([input_ids.to(out.device), out[:, w:]], 1)   # the caller's prompt, then what was generated
+    model.generate = generate
+    return pc
+
+# %% ../nbs/06c_local.ipynb #3801525b
+class LocalModel:
+    "A transformers model folder serving batched chat completions."
+    def __init__(self, path: str | Path, batch_size: int = 16, cache: int | None = None):
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        self.path, self.batch_size = str(path), batch_size
+        if not Path(path).is_dir(): raise ConfigError(f'no model folder at {path}')
+        self.tok = AutoTokenizer.from_pretrained(path)
+        self.tok.padding_side = 'left'
+        if self.tok.pad_token is None: self.tok.pad_token = self.tok.eos_token
+        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+        self.queue, self.worker, self.batches = asyncio.Queue(), None, 0
+        self.prefix = PrefixCache(self.model, 4 * batch_size if cache is None else cache)
+
+# %% ../nbs/06c_local.ipynb #08d002c3
+@patch
+def _decode(self: LocalModel, row, n_in: int) -> tuple[str, int, int]:
+    "(text, prompt tokens, generated tokens) of one generated row."
+    ids = row.tolist()
+    if self.tok.eos_token_id in ids: ids = ids[:ids.index(self.tok.eos_token_id) + 1]
+    text = self.tok.decode(ids, skip_special_tokens=False)
+    return text.replace(self.tok.eos_token, '').replace(self.tok.pad_token, ''), n_in, len(ids)
+
+# %% ../nbs/06c_local.ipynb #db0b73d4
 @patch
 def _run(self: LocalModel, batch) -> list:
     "One batch of requests, on a worker thread: [(text, prompt tokens, generated tokens)]."
-    import torch
     texts = [self.tok.apply_chat_template(m, tools=t, add_generation_prompt=True, tokenize=False)
              for m, t, *_ in batch]
     rows = [np.array(self.tok(t, add_special_tokens=False)['input_ids']) for t in texts]
-    hits = [self._lookup(r) for r in rows]
-    c, m, keep = batch_layout([len(r) for r in rows], [n for n, _ in hits])
-    ids = torch.full((len(rows), c + m), self.tok.pad_token_id)
-    mask = torch.zeros_like(ids)
-    for i, r in enumerate(rows): ids[i, c + m - len(r):], mask[i, c + m - len(r):] = torch.as_tensor(r), 1
-    past = {self.cache_arg: self._past(hits, keep, c)} if c else {}
-    temp, dev = max(b[3] for b in batch), self.model.device
-    with torch.no_grad():
-        out = self.model.generate(input_ids=ids.to(dev), attention_mask=mask.to(dev), return_dict_in_generate=True,
-                                  max_new_tokens=max(b[2] for b in batch), do_sample=temp > 0, **past,
-                                  temperature=temp or None, top_p=None, top_k=None, pad_token_id=self.tok.pad_token_id)
+    temp = max(b[3] for b in batch)
+    out, w = self.prefix.generate(rows, self.tok.pad_token_id, max_new_tokens=max(b[2] for b in batch),
+                                  do_sample=temp > 0, temperature=temp or None, top_p=None, top_k=None)
     self.batches += 1
-    self._remember(getattr(out, self.cache_arg), rows, hits, c + m)
-    return [self._decode(row, len(r)) for row, r in zip(out.sequences[:, c + m:], rows)]
+    return [self._decode(row, len(r)) for row, r in zip(out[:, w:], rows)]
 
 # %% ../nbs/06c_local.ipynb #ff062638
 @patch
