@@ -347,7 +347,7 @@ def cmd_train(a) -> str:
                              **steps, **({'scenarios': a.scenarios} if a.scenarios else {}),
                              **({'preset': a.preset} if a.preset else {}),
                              **({'deadline': a.deadline} if a.deadline else {}))
-            return json.dumps(rep, indent=1)
+            return json.dumps(rep, indent=1) if os.environ.get('RANK', '0') == '0' else ''   # once under torchrun
         data = Path(a.data)
         if (data / 'games.sqlite').exists():
             sft_data(data, out / 'data', seed=a.seed, **_sft_filters(a))
@@ -522,7 +522,7 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         a = parser().parse_args(argv)
-        print(a.fn(a))
+        if (text := a.fn(a)): print(text)   # a command with nothing to say (torchrun's other processes) prints nothing
         return 0
     except Incomplete as e:
         print(e.output)

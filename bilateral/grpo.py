@@ -6,7 +6,7 @@ Docs: https://github.com/bilateral-dev/bilateral/grpo.html.md"""
 
 # %% ../nbs/09c_grpo.ipynb #fd6b1aed
 from __future__ import annotations
-import asyncio, inspect, json, re, time
+import asyncio, inspect, json, os, re, time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -20,13 +20,13 @@ from .chat import opening, render_result, system_prompt
 from .local import parse_tool_calls, prefix_generation
 from .metrics import game_row
 from .scenarios import DEFAULT_PRESET, sample_scenarios
-from .store import Store
+from .store import Store, _transaction
 from .sft import step_file, load_lora_model, pick_backend, save_trained, torch_threads
 
 # %% auto #0
 __all__ = ['PY_TYPE', 'CARRIER', 'GRPO_ROLES', 'REWARD_PARTS', 'REWARDS', 'GRPO_CONFIGS', 'tool_method', 'add_tool_methods',
            'Rollout', 'BargainEnv', 'reply_calls', 'response_parser', 'grpo_tokenizer', 'grpo_rows', 'reward_parts',
-           'Rewards', 'reward_trend', 'train_grpo']
+           'Rewards', 'RewardPart', 'rollout_store', 'reward_trend', 'train_grpo']
 
 # %% ../nbs/09c_grpo.ipynb #7671cd95
 PY_TYPE = {'number': float, 'string': str, 'integer': int, 'boolean': bool}
@@ -270,15 +270,16 @@ REWARDS = {
 # %% ../nbs/09c_grpo.ipynb #9d870741
 class Rewards:
     "TRL reward functions of a variant, which also store every rollout's game in `store` and log its measures."
-    def __init__(self, variant: str | dict = 'share', store: Store | None = None, names: dict | None = None):
+    def __init__(self, variant: str | dict = 'share', store: Store | None = None, names: dict | None = None,
+                 ids: str = 'r'):   # the stored games' ids: this prefix, then the rollout's number
         self.weights = REWARDS[variant] if isinstance(variant, str) and variant in REWARDS else variant
         if not isinstance(self.weights, dict) or not set(self.weights) <= set(REWARD_PARTS):
             raise ConfigError(f"unknown reward {variant!r}; choose from {', '.join(REWARDS)} or a dict of weights")
-        self.store, self.names, self.n, self.env_seconds = store, names or {}, 0, 0.0
+        self.store, self.names, self.ids, self.n, self.env_seconds = store, names or {}, ids, 0, 0.0
 
     def funcs(self) -> list:
         "One reward function per component, named after it."
-        return [self._component(k) for k in self.weights]
+        return [RewardPart(self, k) for k in self.weights]
 
 # %% ../nbs/09c_grpo.ipynb #2b98969d
 @patch
@@ -291,17 +292,17 @@ def _keep(self: Rewards, env: BargainEnv):
     eng, role = env.eng, env.role
     names = {role.value: self.names.get('policy', 'policy'), role.other.value: env.opponent}
     r = eng.result(names, {role.value: env.messages})
-    self.store.add(f'r{i:07d}', names['buyer'], names['seller'], i, game_row(r), r.transcript, r.messages)
+    self.store.add(f'{self.ids}{i:07d}', names['buyer'], names['seller'], i, game_row(r), r.transcript, r.messages)
 
 # %% ../nbs/09c_grpo.ipynb #27a3018e
-@patch
-def _component(self: Rewards, key: str):
-    "The reward function of one component."
-    def fn(environments, completions, log_metric=None, **kw):
-        self._settle(environments, completions, log_metric)
-        return [reward_parts(e)[key] for e in environments]
-    fn.__name__ = key
-    return fn
+class RewardPart:
+    "The reward function of the component `key` of `rewards`, a class so that it pickles; TRL logs it as `key`."
+    def __init__(self, rewards: Rewards, key: str): self.rewards, self.key, self.__name__ = rewards, key, key
+    def __repr__(self): return f'RewardPart({self.key!r})'
+
+    def __call__(self, environments, completions, log_metric=None, **kw) -> list[float]:
+        self.rewards._settle(environments, completions, log_metric)
+        return [reward_parts(e)[self.key] for e in environments]
 
 @patch
 def _settle(self: Rewards, envs: list, completions: list, log_metric=None):
@@ -315,6 +316,17 @@ def _settle(self: Rewards, envs: list, completions: list, log_metric=None):
     log_metric('deal_rate', sum(o.deal for o in outs) / len(outs))
     log_metric('finished', sum(o.reason is not EndReason.AGENT_LIMIT for o in outs) / len(outs))
     log_metric('invalid_calls', sum(e.eng.parties[e.role].invalid for e, _ in fresh) / len(fresh))
+
+# %% ../nbs/09c_grpo.ipynb #c3e9a2f4
+@patch
+def __getstate__(self: Rewards) -> dict:
+    "What pickles: everything, the store as its folder (an open SQLite connection does not pickle)."
+    return {**vars(self), 'store': None if self.store is None else str(self.store.dir)}
+
+@patch
+def __setstate__(self: Rewards, state: dict):
+    "Unpickle, opening the store's folder again."
+    self.__dict__.update(state, store=None if state['store'] is None else Store(state['store']))
 
 # %% ../nbs/09c_grpo.ipynb #89a21386
 _QWEN = dict(scenarios=500, num_generations=8, batch=8, max_steps=250, lr=5e-6, lora_r=16, lora_alpha=16,
@@ -346,17 +358,62 @@ def _grpo_args(cfg: dict, out: Path, weights: list, seed: int, progress: bool):
                       logging_steps=1, save_strategy='no', seed=seed, disable_tqdm=not progress,
                       generation_kwargs={'max_new_tokens': n} if (n := cfg.get('max_reply_tokens')) else None)
 
+# %% ../nbs/09c_grpo.ipynb #e5ab4c16
+def _dist():
+    "`torch.distributed` when this process is one of several that it joins, else None."
+    import torch.distributed as dist
+    return dist if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1 else None
+
+def rollout_store(run_dir, process: int = 0, processes: int = 1, **info) -> tuple[Store, str, int]:
+    """The rollout store of a GRPO run, the game-id prefix of this process and the run's number: the main process
+    (`process` 0) numbers the run in the store's `grpo_runs` (with `info`), and every other process learns it."""
+    st, run = (Store(run_dir), None) if process == 0 else (None, None)
+    if st is not None:
+        with _transaction(st.con):
+            runs = st.get_meta('grpo_runs') or []
+            st.set_meta('grpo_runs', [*runs, {'run': len(runs), 'processes': processes, 'at': time.time(), **info}])
+        run = len(runs)
+    if (dist := _dist()) is not None:
+        box = [run]
+        dist.broadcast_object_list(box, src=0)
+        run = box[0]
+    if run is None: raise ConfigError(f'process {process} of {processes} cannot learn the run from the main process')
+    return st or Store(run_dir), f'run{run:03d}-rank{process:03d}-', run
+
+# %% ../nbs/09c_grpo.ipynb #b8de7f49
+def _gathered(rewards: Rewards) -> list[tuple]:
+    "(rollouts, seconds in the environment) of every process, in the order of their ranks."
+    mine = (rewards.n, rewards.env_seconds)
+    if (dist := _dist()) is None: return [mine]
+    every = [None] * dist.get_world_size()
+    dist.all_gather_object(every, mine)
+    return every
+
+def _grpo_config(config: str, max_steps: int | None, overrides: dict) -> dict:
+    """The settings of a named configuration, with `overrides` (each one a setting it has) and `max_steps`, and enough
+    scenarios for a step of every process (`WORLD_SIZE`, as `torchrun` sets it)."""
+    if config not in GRPO_CONFIGS:
+        raise ConfigError(f"unknown config {config!r}; choose from {', '.join(GRPO_CONFIGS)}")
+    if (bad := set(overrides) - set(GRPO_CONFIGS[config])): raise ConfigError(f'unknown GRPO settings: {sorted(bad)}')
+    cfg = {**GRPO_CONFIGS[config], **overrides, **({'max_steps': max_steps} if max_steps else {})}
+    need = cfg['batch'] * int(os.environ.get('WORLD_SIZE', 1)) // cfg['num_generations']   # all processes, one step
+    if cfg['scenarios'] < need:   # else TRL trains for 0 steps without a word
+        raise ConfigError(f"{cfg['scenarios']} scenarios cannot fill a step of {need} groups; give at least {need}")
+    return cfg
+
 # %% ../nbs/09c_grpo.ipynb #6cc07c40
-def _report(tr, rewards: Rewards, t: float, cfg: dict, **info) -> dict:
-    "What a GRPO run did: steps, time, the environment's share of it, and each step's logged measures."
+def _report(tr, counts: list[tuple], t: float, cfg: dict, **info) -> dict:
+    """What a GRPO run did: steps, time, the environment's share of it, and each step's logged measures (`counts`: each
+    process's rollouts and seconds in the environment)."""
     keep = ('reward', 'reward_std', 'frac_reward_zero_std', 'grad_norm', 'kl', 'entropy', 'deal_rate', 'finished',
             'invalid_calls', 'step_time', 'completions/mean_length')
     steps = [{k: round(v, 4) for k, v in h.items() if k in keep or k.startswith('rewards/')}
              for h in tr.state.log_history if 'reward' in h]
-    return {**info, 'steps': tr.state.global_step, 'rollouts': rewards.n, 'seconds': round(t, 1),
+    env = sum(s for _, s in counts)
+    return {**info, 'steps': tr.state.global_step, 'rollouts': sum(n for n, _ in counts), 'processes': len(counts),
+            'rollouts_per_process': [n for n, _ in counts], 'seconds': round(t, 1),
             'seconds_per_step': round(t / max(1, tr.state.global_step), 2),
-            'env_seconds': round(rewards.env_seconds, 4), 'env_share': round(rewards.env_seconds / t, 6),
-            'config': cfg, 'log': steps}
+            'env_seconds': round(env, 4), 'env_share': round(env / (t * len(counts)), 6), 'config': cfg, 'log': steps}
 
 # %% ../nbs/09c_grpo.ipynb #3305d2d5
 def reward_trend(log: list[dict], n_perm: int = 2000, seed: int = 0) -> dict:
@@ -378,29 +435,29 @@ def reward_trend(log: list[dict], n_perm: int = 2000, seed: int = 0) -> dict:
 def train_grpo(model_dir, out_dir, opponent: str = 'boulware', role: str = 'buyer', config: str = 'tiny',
                backend: str = 'auto', reward: str | dict = 'share', max_steps: int | None = None,
                progress_file: str | None = None, seed: int = 0, progress: bool = False, **overrides) -> dict:
-    """GRPO of the model in `model_dir` as `role` (buyer, seller or both) against `opponent`; the model, rollouts and
-    report go to `out_dir`."""
+    "GRPO of `model_dir` as `role` against `opponent` into `out_dir` (with `torchrun`: all ranks' rollouts, one model)."
     from datasets import Dataset
     from trl import GRPOTrainer
-    if config not in GRPO_CONFIGS: raise ConfigError(f"unknown config {config!r}; choose: {', '.join(GRPO_CONFIGS)}")
-    if (bad := set(overrides) - set(GRPO_CONFIGS[config])): raise ConfigError(f'unknown GRPO settings: {sorted(bad)}')
-    cfg = {**GRPO_CONFIGS[config], **overrides, **({'max_steps': max_steps} if max_steps else {})}
-    out, be, rewards = Path(out_dir), pick_backend(backend), Rewards(reward, Store(Path(out_dir) / 'rollouts'))
-    model, tok, peft = load_lora_model(str(model_dir), cfg, be)
-    rules = Rules(deadline=cfg['deadline'])
+    cfg, out, rewards = _grpo_config(config, max_steps, overrides), Path(out_dir), Rewards(reward)
+    be = pick_backend(backend)
+    (model, tok, peft), rules = load_lora_model(str(model_dir), cfg, be), Rules(deadline=cfg['deadline'])
     with torch_threads(cfg['threads']):
         tr = GRPOTrainer(model=model, args=_grpo_args(cfg, out, list(rewards.weights.values()), seed, progress),
                          train_dataset=Dataset.from_list(grpo_rows(cfg['scenarios'], role, cfg['preset'], seed, rules)),
                          processing_class=grpo_tokenizer(model_dir), reward_funcs=rewards.funcs(),
-                         environment_factory=partial(BargainEnv, opponent, role, rules), peft_config=peft,
-                         callbacks=[step_file(progress_file)] if progress_file else None)
+                         environment_factory=partial(BargainEnv, opponent, role, rules), peft_config=peft)
+        if (acc := tr.accelerator).is_main_process and progress_file: tr.add_callback(step_file(progress_file))
+        rewards.store, rewards.ids, run = rollout_store(out / 'rollouts', acc.process_index, acc.num_processes,
+                                                        opponent=opponent, role=role, reward=rewards.weights, seed=seed)
         if be == 'trl': prefix_generation(tr.model, 4 * cfg['batch'], lambda: tr.state.global_step)
         t0 = time.perf_counter()
         tr.train()
         t = time.perf_counter() - t0
-    save_trained(tr.model, tok, out / 'model', merge=True, backend=be)
-    rep = _report(tr, rewards, t, cfg, backend=be, opponent=opponent, role=role, reward=rewards.weights,
-                  model=str(out / 'model'), rollouts_dir=str(out / 'rollouts'))
+    rep = _report(tr, _gathered(rewards), t, cfg, backend=be, opponent=opponent, role=role, reward=rewards.weights,
+                  model=str(out / 'model'), rollouts_dir=str(out / 'rollouts'), run=run)
     rep['trend'] = reward_trend(rep['log'])
-    (out / 'grpo_report.json').write_text(json.dumps(rep, indent=1))
+    if acc.is_main_process:
+        save_trained(tr.model, tok, out / 'model', merge=True, backend=be)
+        (out / 'grpo_report.json').write_text(json.dumps(rep, indent=1))
+    acc.wait_for_everyone()
     return rep

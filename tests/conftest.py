@@ -21,6 +21,10 @@ def drive(eng, script):
     eng.next_turn()
     return eng
 
+def pytest_configure(config):
+    "The marker `slow`: a test of a minute or more, still run by `make test` (`pytest -m 'not slow'` leaves it out)."
+    config.addinivalue_line('markers', 'slow: a test of a minute or more')
+
 @pytest.fixture
 def root(): return ROOT
 
