@@ -333,11 +333,11 @@ def default_measures(metrics: list[Metric] = METRICS) -> list[str]:
 MEASURES = default_measures()
 
 # %% ../nbs/07_metrics.ipynb #774c2652
-def aggregate(roles: pd.DataFrame,                          # the role table (`role_table`)
-              by=('agent', 'role', 'tier', 'zopa_width'),   # the columns to group by
-              measures=MEASURES,                            # the columns to average
-              n_boot: int = 1000,                           # bootstrap resamples per interval
-              seed: int = 0,                                # the bootstrap's seed
+def aggregate(roles: pd.DataFrame,                         # the role table (`role_table`)
+              by=('agent', 'role', 'tier', 'zopa_width'),  # the columns to group by
+              measures=MEASURES,                           # the columns to average
+              n_boot: int = 1000,                          # bootstrap resamples per interval
+              seed: int = 0,                               # the bootstrap's seed
              ) -> pd.DataFrame:
     "Mean and bootstrap 95% interval of each measure per group."
     out = []
@@ -368,7 +368,7 @@ def _with_vs_self(agg: pd.DataFrame, rt: pd.DataFrame, by: tuple, base: dict) ->
     return out.drop(columns='_base')
 
 # %% ../nbs/07_metrics.ipynb #fa971537
-def leaderboard(rows: list[dict] | pd.DataFrame,   # game rows (`game_row`), or their table
+def leaderboard(rows: list[dict] | pd.DataFrame,  # game rows (`game_row`), or their table
                 n_boot: int = 1000,               # bootstrap resamples per interval
                 seed: int = 0,                    # the bootstrap's seed
                 metrics: list[Metric] = METRICS,  # the measures; those flagged `board` are shown

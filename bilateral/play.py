@@ -41,11 +41,11 @@ async def _guarded(eng: Engine, role: Role, coro, failure: dict):
     except Exception as e: _failed(eng, role, e, failure)
 
 # %% ../nbs/04b_play.ipynb #423a0db3
-async def play_game(scenario: Scenario,     # the item, the buyer's value and the seller's cost
-                    buyer: Agent | str,     # an agent, or a spec such as 'boulware' (a fresh agent is made)
-                    seller: Agent | str,    # the same for the seller
-                    rules: Rules = Rules(), # the game's rules
-                    seed: int = 0,          # the engine's seed (latencies, the agents' own randomness)
+async def play_game(scenario: Scenario,      # the item, the buyer's value and the seller's cost
+                    buyer: Agent | str,      # an agent, or a spec such as 'boulware' (a fresh agent is made)
+                    seller: Agent | str,     # the same for the seller
+                    rules: Rules = Rules(),  # the game's rules
+                    seed: int = 0,           # the engine's seed (latencies, the agents' own randomness)
                    ) -> GameResult:
     "Play one game between two agents."
     eng, failure = Engine(scenario, rules, seed), {}
@@ -70,11 +70,11 @@ async def play_game(scenario: Scenario,     # the item, the buyer's value and th
     return eng.result(names, msgs, info, failure)
 
 # %% ../nbs/04b_play.ipynb #5fd1551a
-def play(scenario: Scenario,     # the item, the buyer's value and the seller's cost
-         buyer: Agent | str,     # an agent, or a spec
-         seller: Agent | str,    # an agent, or a spec
-         rules: Rules = Rules(), # the game's rules
-         seed: int = 0,          # the engine's seed
+def play(scenario: Scenario,      # the item, the buyer's value and the seller's cost
+         buyer: Agent | str,      # an agent, or a spec
+         seller: Agent | str,     # an agent, or a spec
+         rules: Rules = Rules(),  # the game's rules
+         seed: int = 0,           # the engine's seed
         ) -> GameResult:
     "Play one game synchronously."
     return run_sync(play_game(scenario, buyer, seller, rules, seed))
