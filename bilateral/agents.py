@@ -91,12 +91,14 @@ def ok(self: Opt, x) -> bool:
         return low and (self.hi is None or x <= self.hi)
     return isinstance(x, str) and (not self.pattern or re.fullmatch(self.pattern, x) is not None)
 
+# %% ../nbs/04_agents.ipynb #7175acd5
 @patch
 def check(self: Opt, name: str, x):
     "`x` when option `name` allows it, else `ConfigError` naming the option and the values it allows."
     if not self.ok(x): raise ConfigError(f'option {name}={x!r} is not allowed: {name} must be {self.allowed()}')
     return x
 
+# %% ../nbs/04_agents.ipynb #12c6e3ab
 @patch
 def read(self: Opt, name: str, text: str):
     "The value of option `name` written as `text`, checked."
@@ -134,6 +136,7 @@ def split_spec(spec: str) -> tuple[str, str, str | None]:
     name, _, arg = head.partition(':')
     return name, arg, query if q else None
 
+# %% ../nbs/04_agents.ipynb #7b695319
 def _options(kind: AgentKind, spec: str, query: str) -> dict:
     "The typed options of a spec's query string."
     opts = {}
@@ -144,6 +147,7 @@ def _options(kind: AgentKind, spec: str, query: str) -> dict:
         opts[k] = kind.options[k].read(k, v)
     return opts
 
+# %% ../nbs/04_agents.ipynb #12f109d4
 @patch
 def parse(self: AgentKind, spec: str) -> tuple[str | None, dict]:
     "(argument or None, typed options) of a spec of this kind; `ConfigError` naming what is wrong."
@@ -161,6 +165,7 @@ def _display(name: str, arg: str, short: Callable | None, width: int) -> str:
     s = f'{name}:{short(arg) if short else arg}' if arg else name
     return s if len(s) <= width else s[:width - 1] + '~'
 
+# %% ../nbs/04_agents.ipynb #b9194775
 @patch
 def display(self: AgentKind, spec: str, width: int = 22) -> str:
     "A short display name for a spec of this kind: options dropped, a long argument shortened by the kind."
@@ -175,6 +180,7 @@ def register_agent(name: str, factory: Callable, description: str, **grammar) ->
     REGISTRY[name] = AgentKind(name, factory, description, **grammar)
     REGISTERED_BY.setdefault(name, set()).add(factory.__module__)
 
+# %% ../nbs/04_agents.ipynb #92d0130f
 LOAD_ERRORS: dict[str, str] = {}   # entry points that could not be imported, and why
 _loaded = False
 
@@ -197,6 +203,7 @@ def agent_kind(spec: str) -> AgentKind:
     broken = ''.join(f'; could not load {m} ({why})' for m, why in LOAD_ERRORS.items())
     raise ConfigError(f"unknown agent {str(spec)!r}; known: {', '.join(sorted(REGISTRY))}{broken}")
 
+# %% ../nbs/04_agents.ipynb #607425df
 def check_spec(spec: str) -> str:
     "A spec checked against its kind's grammar without building an agent; returned as it is."
     agent_kind(spec).parse(str(spec))
@@ -213,6 +220,7 @@ def make_agent(spec: str | Agent) -> Agent:
     agent.name = str(spec)
     return agent
 
+# %% ../nbs/04_agents.ipynb #c88d1c1f
 def display_name(spec: str, width: int = 22) -> str:
     "A short display name for any spec; a name no kind knows is shown as it is, without options."
     name, arg, _ = split_spec(spec)

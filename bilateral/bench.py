@@ -42,8 +42,12 @@ async def _play_all(scenarios, buyer, seller, rules, seed):
     return n
 
 # %% ../nbs/14_bench.ipynb #9f6e2d4a
-def bench(n: int = 2000, buyer: str = 'boulware', seller: str = 'boulware', seed: int = 0,
-          rules: Rules = Rules()) -> dict:
+def bench(n: int = 2000,             # games, one after another
+          buyer: str = 'boulware',   # the buyer's spec
+          seller: str = 'boulware',  # the seller's spec
+          seed: int = 0,             # the scenarios' and the games' seed
+          rules: Rules = Rules(),    # the rules of every game
+         ) -> dict:
     "Games/s and events/s of `n` scripted games, and the overhead ratio against the reference loop."
     scenarios = sample_scenarios(n, 'list-high', seed)
     t0 = time.perf_counter()
@@ -90,8 +94,12 @@ async def _phased(scenarios, buyer: str, seller: str, rules: Rules, seed: int) -
     return T, laps, n
 
 # %% ../nbs/14_bench.ipynb #a520d91f
-def turn_costs(n: int = 2000, buyer: str = 'boulware', seller: str = 'boulware', seed: int = 0,
-               rules: Rules = Rules()) -> dict:
+def turn_costs(n: int = 2000,             # games, one after another
+               buyer: str = 'boulware',   # the buyer's spec: an agent that answers at once
+               seller: str = 'boulware',  # the seller's spec, the same
+               seed: int = 0,             # the scenarios' and the games' seed
+               rules: Rules = Rules(),    # the rules of every game
+              ) -> dict:
     "Microseconds per landed call in each phase of the driver's loop, the clock's own cost taken out, and their sum."
     if any(type(make_agent(s)).act is not Agent.act for s in (buyer, seller)):
         raise ConfigError('turn_costs times agents that answer at once (act_now), such as the scripted ones')
@@ -134,8 +142,10 @@ def _moves(game) -> tuple:
 
 # %% ../nbs/14_bench.ipynb #33aa8447
 async def _engine_games(scs, buyer: str, seller: str, seed: int) -> list:
+    "The engine's games of `scs`, one after another, with the default rules."
     return [await play_game(sc, buyer, seller, Rules(), derive_seed(seed, 'game', i)) for i, sc in enumerate(scs)]
 
+# %% ../nbs/14_bench.ipynb #d8cadd69
 def _side(name: str, scs, buyer: str, seller: str, seed: int, levels: int, rounds: int) -> tuple:
     "The games of one batch on one side (`engine` or `negmas`), its CPU seconds and its wall seconds."
     c0, t0 = time.process_time(), time.perf_counter()
@@ -163,6 +173,7 @@ def _deals(results: list, scs: list) -> tuple[float, float]:
     ps = [p / sc.item.listing_price for (p, _), sc in zip(results, scs) if p is not None]
     return round(len(ps) / len(scs), 3), round(sum(ps) / len(ps), 3) if ps else math.nan
 
+# %% ../nbs/14_bench.ipynb #e7c41d60
 def _negmas_row(buyer: str, seller: str, acc: dict, scs: list) -> dict:
     "One row of `bench_negmas`."
     (er, ec, ew), (nr, nc, nw), g = acc['engine'], acc['negmas'], len(scs)
@@ -181,8 +192,14 @@ def _one_thread():
     except ImportError: return nullcontext()
     return threadpool_limits(1)
 
-def bench_negmas(pairings=PAIRINGS, n: int = 100, batches: int = 4, levels: int = 1000, rounds: int = 30,
-                 seed: int = 0) -> list[dict]:
+# %% ../nbs/14_bench.ipynb #ed3cf9be
+def bench_negmas(pairings=PAIRINGS,   # (buyer, seller) kinds of `NEGMAS_KINDS`
+                 n: int = 100,        # scenarios per batch
+                 batches: int = 4,    # batches per pairing; the side that goes first alternates
+                 levels: int = 1000,  # NegMAS's price levels
+                 rounds: int = 30,    # NegMAS's rounds
+                 seed: int = 0,       # the scenarios' and the games' seed
+                ) -> list[dict]:
     "Per pairing: the engine against NegMAS's SAO time-based negotiators on the same scenarios, interleaved."
     try: import_module('negmas')
     except ImportError: raise ImportError("NegMAS is not installed: pip install 'bilateral[bench]'") from None
@@ -249,6 +266,7 @@ def _cores() -> tuple[set | None, set | None]:
     cores = sorted(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else []
     return ({cores[0]}, set(cores[1:])) if len(cores) > 1 else (None, None)
 
+# %% ../nbs/14_bench.ipynb #a8a4cbe2
 @contextmanager
 def _pinned(cpus: set | None):
     "This thread, and the threads it starts, on `cpus` for the block (left as it is for None)."
@@ -259,7 +277,11 @@ def _pinned(cpus: set | None):
         if before: os.sched_setaffinity(0, before)
 
 # %% ../nbs/14_bench.ipynb #c7b2e0f8
-def bench_llm(ks=(1, 16, 64, 256), latencies_ms=(200,), per_slot: int = 8, pin: bool = True) -> list[dict]:
+def bench_llm(ks=(1, 16, 64, 256),  # games in flight (K), one row each
+              latencies_ms=(200,),  # the endpoint's latency per call, one batch of rows each
+              per_slot: int = 8,    # games per slot: K * per_slot games per row
+              pin: bool = True,     # the endpoint on the first core, this process on the others
+             ) -> list[dict]:
     "Calls/s, share of the ideal K/latency and CPU ms per call, K games in flight against an endpoint of its own."
     from bilateral.fakeserver import serve
     server_cores, client_cores = _cores() if pin else (None, None)
@@ -273,7 +295,11 @@ def bench_llm(ks=(1, 16, 64, 256), latencies_ms=(200,), per_slot: int = 8, pin: 
     return out
 
 # %% ../nbs/14_bench.ipynb #9128ab15
-def bench_workers(workers=(1, 2), n_agents: int = 8, games_per_pair: int = 60, seed: int = 0) -> list[dict]:
+def bench_workers(workers=(1, 2),            # the numbers of worker processes, one run each
+                  n_agents: int = 8,         # the first agents of the ladder
+                  games_per_pair: int = 60,  # paired scenarios per ordered pair
+                  seed: int = 0,             # the tournament's seed
+                 ) -> list[dict]:
     "Wall time of the same ladder tournament with each number of worker processes, and the speed-up over the first."
     from bilateral.tournament import TournamentSpec, available_cores, run_tournament
     spec = TournamentSpec(tuple(LADDER[:n_agents]), games_per_pair, 'mixed', seed)
@@ -287,8 +313,12 @@ def bench_workers(workers=(1, 2), n_agents: int = 8, games_per_pair: int = 60, s
     return [{**r, 'speedup': round(out[0]['seconds'] / r['seconds'], 2)} for r in out]
 
 # %% ../nbs/14_bench.ipynb #60b0335c
-def bench_training(n_games: int = 24, sft_steps: int = 10, grpo_steps: int = 3, scenarios: int = 4,
-                   seed: int = 0) -> dict:
+def bench_training(n_games: int = 24,    # ladder games the tiny model is built on
+                   sft_steps: int = 10,  # LoRA SFT steps
+                   grpo_steps: int = 3,  # GRPO steps against boulware
+                   scenarios: int = 4,   # GRPO's scenarios
+                   seed: int = 0,        # the seed of every stage
+                  ) -> dict:
     "SFT train tokens/s, GRPO seconds per step and the environment's share of a step, with a small tiny model."
     from bilateral.sft import build_tiny_model, sft_data, train_lora_sft
     from bilateral.grpo import train_grpo

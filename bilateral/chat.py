@@ -70,15 +70,16 @@ def prompt_hash() -> str:
     return hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
 
 # %% ../nbs/05b_chat.ipynb #59a0089b
-OWN_KEYS = {'buyer': 'your_value', 'seller': 'your_cost'}   # a party's own number, as each state restates it
-MONEY_KEYS = frozenset({'price', *OWN_KEYS.values()})   # the keys whose values are dollars
-_json = json.JSONEncoder(ensure_ascii=False).encode   # json.dumps(x, ensure_ascii=False), one encoder for all
-
 def _dollars(x) -> str | None:
     "`x` with exactly two decimals, when that text reads back as `x`; else None."
     if type(x) not in (int, float) or not -1e15 < x < 1e15: return None
     s = f'{x:.2f}'
     return s if float(s) == x else None
+
+# %% ../nbs/05b_chat.ipynb #79c5b4e3
+OWN_KEYS = {'buyer': 'your_value', 'seller': 'your_cost'}   # a party's own number, as each state restates it
+MONEY_KEYS = frozenset({'price', *OWN_KEYS.values()})   # the keys whose values are dollars
+_json = json.JSONEncoder(ensure_ascii=False).encode   # json.dumps(x, ensure_ascii=False), one encoder for all
 
 def money_json(obj, key: str | None = None) -> str:
     "`obj` as JSON text, as `json.dumps(obj, ensure_ascii=False)` writes it but with money values in two decimals."
@@ -94,6 +95,7 @@ def fence(text: str) -> str:
     text = text.replace('&', '&amp;').replace('<', '&lt;').replace('>', '&gt;')
     return '<opponent_message>' + text + '</opponent_message>'
 
+# %% ../nbs/05b_chat.ipynb #e782686d
 def own_number(content: dict, brief: Brief) -> dict:
     "A state (a result with `your_offer`) with the party's own value or cost just before `your_offer`."
     if 'your_offer' not in content: return content
@@ -103,6 +105,7 @@ def own_number(content: dict, brief: Brief) -> dict:
         out[k] = v
     return out
 
+# %% ../nbs/05b_chat.ipynb #1d07bae3
 def render_result(content: dict, brief: Brief | None = None) -> str:
     "A tool result as the JSON text the model reads, opponent texts fenced; a state restates `brief`'s own number."
     if content.get('opponent_actions'):
@@ -113,6 +116,7 @@ def render_result(content: dict, brief: Brief | None = None) -> str:
 # %% ../nbs/05b_chat.ipynb #f42211a2
 def _price(cents: int) -> str: return fmt_money(cents, symbol='', commas=False)
 
+# %% ../nbs/05b_chat.ipynb #c166a028
 def system_prompt(b: Brief) -> str:
     "The system prompt of one party."
     r = _price(b.reservation)
@@ -121,6 +125,7 @@ def system_prompt(b: Brief) -> str:
                                   meaning=MEANING[b.role.value].format(r='$' + r), deadline=b.rules.deadline,
                                   rules=rules)
 
+# %% ../nbs/05b_chat.ipynb #e08909a8
 def opening(b: Brief, update: dict) -> str:
     "The first user message: the item and the state at the agent's first turn."
     who = 'You move first.' if b.first_mover is b.role else f'The {b.first_mover.value} moved first.'
@@ -139,6 +144,7 @@ class Reply(NamedTuple):
     cached: bool = False
     reasoning: str | None = None
 
+# %% ../nbs/05b_chat.ipynb #90cd0c79
 def sendable(messages: list) -> list:
     "Messages as sent to a model: the agent's own stored reasoning is kept out."
     return [{k: v for k, v in m.items() if k != 'reasoning_content'} if 'reasoning_content' in m else m
@@ -156,6 +162,7 @@ class ChatLimits:
     max_wall_s: float = 900.0       # real seconds
     window: int | None = None       # send the system prompt, the opening and the last `window` messages (None: all)
 
+# %% ../nbs/05b_chat.ipynb #0a856d2f
 def window_view(messages: list, window: int | None) -> list:
     "The system prompt and opening, then at most `window` trailing messages starting at an assistant message."
     if window is None or len(messages) <= 2 + window: return messages
@@ -194,6 +201,7 @@ def _check_limits(self: ChatAgent):
     if time.monotonic() - self.t0 > L.max_wall_s:
         raise AgentStop(EndReason.AGENT_LIMIT, f'reached its limit of {L.max_wall_s:g} s')
 
+# %% ../nbs/05b_chat.ipynb #63ff77bf
 @patch
 def _ids(self: ChatAgent, calls: list) -> list:
     "The calls with the conversation's own ids: call_1, call_2, ... (unique, and the same whatever the server sent)."
@@ -235,8 +243,10 @@ async def act(self: ChatAgent, obs: Observation) -> list[ToolCall]:
     self.usage['unreadable'] += 1
     return []
 
+# %% ../nbs/05b_chat.ipynb #2155e9cd
 @patch
 async def finish(self: ChatAgent, obs: Observation):
+    "Append the last results to the conversation, once the game is over."
     if self.messages is not None: self._answer(obs)
 
 # %% ../nbs/05b_chat.ipynb #895263dd

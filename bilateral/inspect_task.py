@@ -41,6 +41,7 @@ def _arguments(tc) -> str:
     "A call's arguments as the engine reads them: inspect's parsed dict as JSON, or its parse error."
     return tc.parse_error if tc.parse_error else json.dumps(tc.arguments)
 
+# %% ../nbs/15a_inspect.ipynb #961d81c3
 def reply_of(out) -> Reply:
     "An inspect `ModelOutput` as the chat layer reads a reply."
     m = out.message
@@ -79,7 +80,15 @@ def _seat_name(spec: str | None, seat: str) -> str:
     spec = spec or SEAT_ROLE + seat
     return f'inspect:{spec[len(SEAT_ROLE):]}' if spec.startswith(SEAT_ROLE) else check_spec(spec)
 
-def game_samples(n: int, preset: str, seed: int, rules: Rules, first_mover: str, buyer: str, seller: str) -> list:
+# %% ../nbs/15a_inspect.ipynb #7061a08b
+def game_samples(n: int,            # games
+                 preset: str,       # the value model
+                 seed: int,         # the tournament's seed
+                 rules: Rules,      # the rules (the first mover comes from `first_mover`)
+                 first_mover: str,  # 'buyer', 'seller', or 'alternate' between scenarios
+                 buyer: str,        # the buyer's seat spec: `role:NAME`, an agent spec, or None for `role:buyer`
+                 seller: str,       # the seller's seat spec, the same
+                ) -> list:
     "One `Sample` per game of the plan for the pair (buyer, seller)."
     b, s = _seat_name(buyer, 'buyer'), _seat_name(seller, 'seller')
     agents, self_play = ((b,), True) if b == s else ((b, s), False)
@@ -96,9 +105,11 @@ def game_samples(n: int, preset: str, seed: int, rules: Rules, first_mover: str,
 
 # %% ../nbs/15a_inspect.ipynb #e540a67d
 def _seat(spec: str | None, seat: str, limits: ChatLimits | None):
+    "The agent of a seat spec: an `InspectAgent` for `role:NAME` (None: the seat's own role), else the spec's agent."
     spec = spec or SEAT_ROLE + seat
     return InspectAgent(spec[len(SEAT_ROLE):], limits) if spec.startswith(SEAT_ROLE) else make_agent(spec)
 
+# %% ../nbs/15a_inspect.ipynb #107ef8d4
 @solver
 def play_bargaining(limits: ChatLimits | None = None):
     "Play the sample's game: its seats bound to inspect's model roles or to bilateral agents."
@@ -125,6 +136,7 @@ def score_values(row: dict) -> dict:
     def num(x): return float(x) if isinstance(x, (int, float)) and math.isfinite(x) else 0.0
     return {k: num(row.get(k)) for k in SCORE_KEYS}
 
+# %% ../nbs/15a_inspect.ipynb #b5bccf60
 @scorer(metrics={k: [mean()] for k in SCORE_KEYS})
 def bargaining_score():
     "Share, deal, individual rationality and invalid calls of the sample's game."
@@ -136,9 +148,15 @@ def bargaining_score():
 
 # %% ../nbs/15a_inspect.ipynb #fd58ad21
 @task
-def bargaining(n: int = 10, preset: str = DEFAULT_PRESET, seed: int = 0, rules: dict | str | None = None,
-               first_mover: str = 'alternate', buyer: str | None = None, seller: str | None = None,
-               max_turns: int = 100) -> Task:
+def bargaining(n: int = 10,                      # games
+               preset: str = DEFAULT_PRESET,     # the value model
+               seed: int = 0,                    # the tournament's seed
+               rules: dict | str | None = None,  # `Rules` fields, or JSON text of them
+               first_mover: str = 'alternate',   # 'buyer', 'seller', or 'alternate' between scenarios
+               buyer: str | None = None,         # `role:NAME` or an agent spec; None: the model role `buyer`
+               seller: str | None = None,        # the same for the seller
+               max_turns: int = 100,             # replies per game of a seat played by a model
+              ) -> Task:
     "Bilateral bargaining: `n` games of the preset, the seats bound to inspect model roles or bilateral agents."
     rules = Rules.from_json({**asdict(Rules()), **(json.loads(rules) if isinstance(rules, str) else rules or {})})
     limits = ChatLimits(max_turns=max_turns)

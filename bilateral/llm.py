@@ -41,9 +41,11 @@ class LLMCache:
 # %% ../nbs/06_llm.ipynb #878c3819
 @patch
 def get(self: LLMCache, key: str) -> Reply | None:
+    "The reply stored under `key`, marked `cached` and without latency; None when there is none."
     row = self.con.execute('SELECT reply FROM replies WHERE key=?', (key,)).fetchone()
     return None if row is None else Reply(**{**json.loads(row[0]), 'cached': True, 'latency_s': 0.0})
 
+# %% ../nbs/06_llm.ipynb #cfbb0517
 @patch
 def put(self: LLMCache, key: str, reply: Reply) -> Reply:
     "Store `reply` unless the key has one; return the stored one (its text and calls), with this request's usage."
@@ -99,6 +101,7 @@ class AdaptiveLimiter:
 @patch
 def success(self: AdaptiveLimiter): self.limit = min(self.max, self.limit + 1 / max(1.0, self.limit))
 
+# %% ../nbs/06_llm.ipynb #c361379f
 @patch
 def rate_limited(self: AdaptiveLimiter):
     now = time.monotonic()
@@ -111,6 +114,7 @@ _MAX_REPLY = contextvars.ContextVar('max_reply_bytes', default=MAX_REPLY_BYTES)
 class ReplyTooLarge(Exception):
     "A reply longer than the request's `max_reply_bytes`; it was not read to its end."
 
+# %% ../nbs/06_llm.ipynb #07013761
 def _httpx():
     "The HTTP library of the installed openai client (httpx2 for openai >= 3.5, httpx before)."
     try: import httpx2 as h
@@ -196,7 +200,9 @@ def _detail(ep: Endpoint, e) -> str:
     if body and msg.startswith('Error code'): msg += f' {json.dumps(body)[:200]}'
     return ep.scrub(msg)[:300]
 
+# %% ../nbs/06_llm.ipynb #b5ccc81a
 def _is_context_overflow(err) -> bool:
+    "Whether a 400's code or message says the conversation no longer fits the model's context."
     text = (str(getattr(err, 'code', '') or '') + ' ' + str(getattr(err, 'message', '') or '')).lower()
     return ('context_length' in text or 'context length' in text or 'maximum context' in text
             or 'too many tokens' in text)
@@ -272,8 +278,15 @@ def _left(ep: Endpoint, deadline: float | None, wait: float = 0.0) -> float:
                           'waiting for the server')
     return min(ep.timeout, left)
 
-async def request(ep: Endpoint, kwargs: dict, retries: int = 6, rng: random.Random | None = None, cap: float = 30.0,
-                  deadline: float | None = None, max_bytes: int = MAX_REPLY_BYTES):
+# %% ../nbs/06_llm.ipynb #48626cb7
+async def request(ep: Endpoint,                      # the endpoint: its client, limiter and state
+                  kwargs: dict,                      # the request's body (model, messages, tools, sampling)
+                  retries: int = 6,                  # tries after the first
+                  rng: random.Random | None = None,  # the backoff's jitter
+                  cap: float = 30.0,                 # the longest wait between tries, in seconds
+                  deadline: float | None = None,     # the game's end, a `time.monotonic()` instant; None: no end
+                  max_bytes: int = MAX_REPLY_BYTES,  # the longest reply read
+                 ):
     "One chat completion with retries, within `deadline` and `max_bytes`: (response, latency), or `Unreachable`."
     rng, st, token = rng or random.Random(), _Tries(), _MAX_REPLY.set(max_bytes)
     try:
@@ -356,6 +369,7 @@ def _cache_key(self: OpenAIAgent, messages, tools) -> str:
     return LLMCache.key(endpoint=self.base_url or 'openai', model=self.model, messages=messages, tools=tools,
                         sampling=self.sampling, sample=self.brief.seed)
 
+# %% ../nbs/06_llm.ipynb #288c8918
 @patch
 async def _ask(self: OpenAIAgent, messages, tools) -> Reply:
     "The endpoint's reply to one request, within the game's wall time and the agent's byte caps."
@@ -402,19 +416,21 @@ async def complete(self: OpenAIAgent, messages, tools) -> Reply:
     finally: flights.pop(key, None)
 
 # %% ../nbs/06_llm.ipynb #f34480e2
-@patch
-def info(self: OpenAIAgent) -> dict:
-    u = self.usage
-    return {'model': self.model, 'endpoint': self.base_url or 'https://api.openai.com/v1', 'prompt': PROMPT_NAME,
-            'prompt_hash': prompt_hash(), 'sampling': self.sampling, **u, 'latency_s': round(u['latency_s'], 4),
-            'wall_s': round(time.monotonic() - self.t0, 3) if hasattr(self, 't0') else 0.0,
-            'cost_usd': _cost_or_none(self.model, u)}
-
 def _cost_or_none(model: str, u: dict) -> float | None:
     "Cost of the requests actually sent (cache hits are free); None when the model has no price."
     if u['calls'] == u['cache_hits']: return 0.0
     c = cost_usd(model, u['tokens_in'], u['tokens_out'])
     return None if math.isnan(c) else round(c, 8)
+
+# %% ../nbs/06_llm.ipynb #7f168753
+@patch
+def info(self: OpenAIAgent) -> dict:
+    "What the agent reports about its game: model, endpoint, prompt, sampling, usage, wall time and cost."
+    u = self.usage
+    return {'model': self.model, 'endpoint': self.base_url or 'https://api.openai.com/v1', 'prompt': PROMPT_NAME,
+            'prompt_hash': prompt_hash(), 'sampling': self.sampling, **u, 'latency_s': round(u['latency_s'], 4),
+            'wall_s': round(time.monotonic() - self.t0, 3) if hasattr(self, 't0') else 0.0,
+            'cost_usd': _cost_or_none(self.model, u)}
 
 # %% ../nbs/06_llm.ipynb #3c96cf72
 register_agent('openai', OpenAIAgent, 'any OpenAI-compatible endpoint', arg='MODEL[@BASE_URL]', needs_arg=True,

@@ -123,6 +123,7 @@ def _share(g: GameFacts, role: Role) -> float:
     "The party's gain over the ZOPA; missing without a ZOPA."
     return g.gain(role) / g.scenario.zopa if g.scenario.zopa > 0 else math.nan
 
+# %% ../nbs/07_metrics.ipynb #cacb993d
 def _efficiency(g: GameFacts) -> float:
     "1 with a deal, 0 without; missing without a ZOPA."
     return (1.0 if g.outcome.deal else 0.0) if g.scenario.zopa > 0 else math.nan
@@ -151,6 +152,7 @@ def _columns(m: Metric, g: GameFacts) -> dict:
     if not m.per_role: return {m.name: m.fn(g)}
     return {f'{role.value}_{m.name}': m.fn(g, role) for role in Role}
 
+# %% ../nbs/07_metrics.ipynb #9fb6c8a9
 def outcome_metrics(r: GameResult) -> dict:
     "Deal, price, utilities, surplus shares, efficiency and IR violations of one game (money in dollars)."
     g = gather_facts(r)
@@ -161,34 +163,39 @@ def _anchor(g: GameFacts, role: Role, ref: int) -> float:
     "The party's first offer over `ref`."
     return g.offers[role][0][1].price / ref if g.offers[role] else math.nan
 
+# %% ../nbs/07_metrics.ipynb #25d6c89f
 def _concession(g: GameFacts, role: Role) -> float:
     "Ground given from the first to the last offer, over the listing price."
     c = g.concessions(role)
     return c[-1] / g.scenario.item.listing_price if c else math.nan
 
+# %% ../nbs/07_metrics.ipynb #8ead714e
 def _concession_rate(g: GameFacts, role: Role) -> float:
     "Concession per simulated minute between the first and the last offer."
     idx = g.offers[role]
     span = (idx[-1][1].t - idx[0][1].t) / 60 if len(idx) > 1 else 0
     return _concession(g, role) / span if span > 0 else math.nan
 
+# %% ../nbs/07_metrics.ipynb #071ba0d3
 def _concession_front(g: GameFacts, role: Role) -> float:
     "Mean share of the final concession already given after each later offer."
     c = g.concessions(role)
     return sum(x / c[-1] for x in c[1:]) / (len(c) - 1) if len(c) > 1 and c[-1] > 0 else math.nan
 
+# %% ../nbs/07_metrics.ipynb #696752c7
 def _first_concession(g: GameFacts, role: Role) -> tuple | None:
     "(index, event) of the first offer that gave more ground than the one before it."
     c = g.concessions(role)
     return next(((i, e) for k, (i, e) in enumerate(g.offers[role][1:], 1) if c[k] > c[k - 1]), None)
 
 # %% ../nbs/07_metrics.ipynb #d77f77c5
-ABSURD = (0.1, 3.0)   # an offer outside [10 %, 300 %] of the listing price is absurd
-
 def _beyond(g: GameFacts, role: Role) -> int:
     "The party's offers beyond its own reservation: a buyer's above its value, a seller's below its cost."
     r = g.scenario.reservation(role)
     return sum(_SIGN[role] * (e.price - r) > 0 for _, e in g.offers[role])
+
+# %% ../nbs/07_metrics.ipynb #02fc6553
+ABSURD = (0.1, 3.0)   # an offer outside [10 %, 300 %] of the listing price is absurd
 
 def _absurd(g: GameFacts, role: Role) -> int:
     "The party's offers below `ABSURD[0]` or above `ABSURD[1]` times the listing price."
@@ -232,6 +239,7 @@ def behaviours(r: GameResult) -> dict[Role, dict]:
     g = gather_facts(r)
     return {role: {m.name: m.fn(g, role) for m in METRICS if m.kind == 'behaviour'} for role in Role}
 
+# %% ../nbs/07_metrics.ipynb #f669c6db
 def role_behaviour(r: GameResult, role: Role) -> dict:
     "The behaviour measures of one party."
     return behaviours(r)[role]
@@ -268,12 +276,11 @@ def game_row(r: GameResult, metrics: list[Metric] = METRICS) -> dict:
     return row
 
 # %% ../nbs/07_metrics.ipynb #4123b059
-_KEYS = ['seed', 'item_id', 'tier', 'zopa_width', 'has_zopa', 'listing_price']
-
 def _by_rank(metrics: list[Metric]) -> list[Metric]:
     "Lower ranks first, then definition order."
     return sorted(metrics, key=lambda m: m.rank)
 
+# %% ../nbs/07_metrics.ipynb #d8c0fc18
 def _role_column(m: Metric, df: pd.DataFrame, d: pd.DataFrame, role: str) -> pd.Series:
     "One measure as a column of the role table of `role` (`d`, built so far) from the game rows `df`."
     if m.kind == 'table': return m.fn(d)
@@ -282,6 +289,8 @@ def _role_column(m: Metric, df: pd.DataFrame, d: pd.DataFrame, role: str) -> pd.
     return df[col]
 
 # %% ../nbs/07_metrics.ipynb #03ad1121
+_KEYS = ['seed', 'item_id', 'tier', 'zopa_width', 'has_zopa', 'listing_price']
+
 def _role_rows(df: pd.DataFrame, role: str, metrics: list[Metric]) -> pd.DataFrame:
     "The role table of one role: keys, then the game's measures, then the party's own."
     d = df[_KEYS].copy()
@@ -293,13 +302,18 @@ def _role_rows(df: pd.DataFrame, role: str, metrics: list[Metric]) -> pd.DataFra
         d[m.name] = _role_column(m, df, d, role)
     return d
 
+# %% ../nbs/07_metrics.ipynb #f3582a44
 def role_table(rows: list[dict] | pd.DataFrame, metrics: list[Metric] = METRICS) -> pd.DataFrame:
     "Two rows per game (one per role) with role-neutral column names."
     df = pd.DataFrame(rows)
     return pd.concat([_role_rows(df, role.value, metrics) for role in Role], ignore_index=True)
 
 # %% ../nbs/07_metrics.ipynb #e59f0fba
-def bootstrap_ci(x, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> tuple[float, float, float]:
+def bootstrap_ci(x,                    # the values; missing ones are left out
+                 n_boot: int = 1000,   # resamples
+                 seed: int = 0,        # the resampling's seed
+                 level: float = 0.95,  # the interval's coverage
+                ) -> tuple[float, float, float]:
     "(mean, low, high) of the mean of `x` by the percentile bootstrap."
     x = np.asarray(x, dtype=float)
     x = x[~np.isnan(x)]
@@ -319,8 +333,12 @@ def default_measures(metrics: list[Metric] = METRICS) -> list[str]:
 MEASURES = default_measures()
 
 # %% ../nbs/07_metrics.ipynb #774c2652
-def aggregate(roles: pd.DataFrame, by=('agent', 'role', 'tier', 'zopa_width'), measures=MEASURES, n_boot: int = 1000,
-              seed: int = 0) -> pd.DataFrame:
+def aggregate(roles: pd.DataFrame,                         # the role table (`role_table`)
+              by=('agent', 'role', 'tier', 'zopa_width'),  # the columns to group by
+              measures=MEASURES,                           # the columns to average
+              n_boot: int = 1000,                          # bootstrap resamples per interval
+              seed: int = 0,                               # the bootstrap's seed
+             ) -> pd.DataFrame:
     "Mean and bootstrap 95% interval of each measure per group."
     out = []
     for key, g in roles.groupby(list(by), sort=True):
@@ -350,8 +368,11 @@ def _with_vs_self(agg: pd.DataFrame, rt: pd.DataFrame, by: tuple, base: dict) ->
     return out.drop(columns='_base')
 
 # %% ../nbs/07_metrics.ipynb #fa971537
-def leaderboard(rows: list[dict] | pd.DataFrame, n_boot: int = 1000, seed: int = 0,
-                metrics: list[Metric] = METRICS) -> pd.DataFrame:
+def leaderboard(rows: list[dict] | pd.DataFrame,  # game rows (`game_row`), or their table
+                n_boot: int = 1000,               # bootstrap resamples per interval
+                seed: int = 0,                    # the bootstrap's seed
+                metrics: list[Metric] = METRICS,  # the measures; those flagged `board` are shown
+               ) -> pd.DataFrame:
     "Per agent in each role and over both roles: the board measures with intervals, and the share against self-play."
     board = [m.name for m in _by_rank(metrics) if m.board]
     rt = role_table(rows, metrics)
@@ -373,21 +394,24 @@ def page_columns(metrics: list[Metric] = METRICS) -> list[str]:
         if m.page and m.name == 'share': cols.append('vs_self')
     return cols
 
+# %% ../nbs/07_metrics.ipynb #a0f0158d
 def profile_measures(metrics: list[Metric] = METRICS) -> list[str]:
     "The measures of the behaviour table (`analysis.behaviour`), in definition order."
     return [m.name for m in metrics if m.profile]
 
 # %% ../nbs/07_metrics.ipynb #703bbc90
-_HEADER = (f"{'role':<7}{'agent':<23}{'games':>6}  {'share [95% CI]':<24}{'vs self':>8}{'gain/L':>8}"
-           f"{'share|deal':>11}{'deal rate':>10}{'IR viol.':>9}{'invalid/g':>10}")
-
 def _cell(x, spec: str) -> str:
     "A number in the format `spec`, or '-' when it is missing."
     return '-' if x is None or pd.isna(x) else format(x, spec)
 
+# %% ../nbs/07_metrics.ipynb #4b5da6f3
 def _fit(s: str, width: int = 22) -> str:
     "`s` cut to `width` characters, ending in `~` when cut."
     return s if len(s) <= width else s[:width - 1] + '~'
+
+# %% ../nbs/07_metrics.ipynb #cc7fc759
+_HEADER = (f"{'role':<7}{'agent':<23}{'games':>6}  {'share [95% CI]':<24}{'vs self':>8}{'gain/L':>8}"
+           f"{'share|deal':>11}{'deal rate':>10}{'IR viol.':>9}{'invalid/g':>10}")
 
 def format_leaderboard(lb: pd.DataFrame, name: Callable = str) -> str:
     "A leaderboard as a fixed-width text table with intervals; `name` shortens an agent spec for display."

@@ -44,6 +44,7 @@ class BargainObservation(Observation):
     outcome: dict | None = None
     error: str | None = None         # why a step played nothing: `not_started`, `game_over`
 
+# %% ../nbs/15b_openenv.ipynb #9154ccd5
 class BargainState(State):
     "The session's game: the seat, the opponent, the seed and scenario, and the outcome once there is one."
     role: str | None = None
@@ -86,6 +87,7 @@ def _reward(row: dict, role: str) -> float:
     x = row.get(f'{role}_share')
     return float(x) if isinstance(x, (int, float)) and math.isfinite(x) else 0.0
 
+# %% ../nbs/15b_openenv.ipynb #92c2638a
 @patch
 def _observe(self: BargainEnvironment, tools: list | None = None, error: str | None = None) -> BargainObservation:
     "The observation now: what is new in the seat's conversation, and the ending once there is one."
@@ -99,9 +101,14 @@ def _observe(self: BargainEnvironment, tools: list | None = None, error: str | N
 
 # %% ../nbs/15b_openenv.ipynb #9b4783f9
 @patch
-async def reset_async(self: BargainEnvironment, seed: int | None = None, episode_id: str | None = None,
-                      role: str | None = None, opponent: str | None = None, first_mover: str | None = None,
-                      scenario: dict | None = None, **kwargs) -> BargainObservation:
+async def reset_async(self: BargainEnvironment,
+                      seed: int | None = None,         # the scenario's and the engine's seed; None: a random one
+                      episode_id: str | None = None,   # OpenEnv's id of the episode, kept in the state
+                      role: str | None = None,         # the model's seat; None: the environment's
+                      opponent: str | None = None,     # an agent spec the server allows; None: its default
+                      first_mover: str | None = None,  # 'buyer' or 'seller'; None: the rules' own
+                      scenario: dict | None = None,    # a scenario as `scenario_json` writes it; None: the seed's
+                      **kwargs) -> BargainObservation:
     "Start a new game (ending any game still running); its opening."
     self.close()
     seed = int.from_bytes(os.urandom(4), 'little') if seed is None else int(seed)
@@ -130,8 +137,11 @@ async def step_async(self: BargainEnvironment, action: BargainAction, timeout_s:
     return self._observe()
 
 # %% ../nbs/15b_openenv.ipynb #25c67f99
-def make_app(opponent: str = 'boulware', role: str = 'buyer', max_sessions: int = 64, opponents: tuple = (),
-             **kwargs):
+def make_app(opponent: str = 'boulware',   # the default opponent's spec
+             role: str = 'buyer',          # the model's default seat
+             max_sessions: int = 64,       # concurrent sessions at most
+             opponents: tuple = (),        # other opponent specs a client may ask for
+             **kwargs):                    # the rest of `BargainEnvironment`'s options (preset, rules, limits)
     "OpenEnv's FastAPI app for the game: WebSocket sessions at `/ws`, at most `max_sessions` at once."
     check_spec(opponent)
     def factory(): return BargainEnvironment(opponent, role, opponents=opponents, **kwargs)
@@ -150,6 +160,7 @@ def openenv_parser() -> argparse.ArgumentParser:
     p.add_argument('--max-sessions', type=int, default=64, help='concurrent sessions at most (default 64)')
     return p
 
+# %% ../nbs/15b_openenv.ipynb #5573073c
 def main(argv: list | None = None):
     "Serve the game as an OpenEnv environment (`bilateral-openenv`)."
     import uvicorn
@@ -198,6 +209,7 @@ class _Lazy:
     def __init__(self, env, i): self.env, self.i = env, i
     def __str__(self): return self.env._text(self.i)
 
+# %% ../nbs/15b_openenv.ipynb #dcc8b44a
 @add_tool_methods   # as `BargainEnv` has them
 class OpenEnvBargain:
     "TRL's `environment_factory` class for a bargaining server: one game per rollout, the model's seat over the wire."
@@ -208,7 +220,11 @@ class OpenEnvBargain:
 
 # %% ../nbs/15b_openenv.ipynb #646eb3eb
 @patch
-def reset(self: OpenEnvBargain, seed: int, scenario: str | None = None, first_mover: str = 'buyer', **row) -> str:
+def reset(self: OpenEnvBargain,
+          seed: int,                    # the row's seed
+          scenario: str | None = None,  # the row's scenario as JSON text; None: the seed's
+          first_mover: str = 'buyer',   # who moves first in the row's game
+          **row) -> str:                # the rest of the row (TRL passes every column)
     "Start the row's game on the server; the opening message."
     kw = dict(seed=seed, role=self.role, first_mover=first_mover, scenario=json.loads(scenario) if scenario else None)
     res = self.client.reset(**kw, **({'opponent': self.opponent} if self.opponent else {}))
@@ -216,6 +232,7 @@ def reset(self: OpenEnvBargain, seed: int, scenario: str | None = None, first_mo
     self.messages, self.done, self.reward = list(res.observation.messages), res.done, res.reward or 0.0
     return self.messages[1]['content'] if len(self.messages) > 1 else ''
 
+# %% ../nbs/15b_openenv.ipynb #0e66189c
 @patch
 def _queue(self: OpenEnvBargain, name: str, arguments: dict) -> _Lazy:
     "Queue one call of the current reply (a call `response_parser` carried as written is sent as written)."
@@ -239,6 +256,7 @@ def _text(self: OpenEnvBargain, i: int) -> str:
         self.done, self.reward = res.done, res.reward or 0.0
     return self.texts[i]
 
+# %% ../nbs/15b_openenv.ipynb #48bc9fc4
 def openenv_reward(environments, **kwargs) -> list[float]:
     "A TRL reward function: each rollout's reward as the server gave it."
     return [e.reward for e in environments]

@@ -31,6 +31,7 @@ def _call(c) -> dict:
     if not isinstance(c, dict): return {'name': None, 'arguments': c}
     return {'name': c.get('name'), 'arguments': c.get('arguments', '')}
 
+# %% ../nbs/15c_pettingzoo.ipynb #1782a5ed
 def read_action(action) -> tuple[str, list]:
     "(content, calls) of an action: JSON text or the value itself; text that is neither is a reply with no call."
     x = action
@@ -94,21 +95,6 @@ def _scenario(self: BargainAEC, seed: int, options: dict):
 
 # %% ../nbs/15c_pettingzoo.ipynb #8f4b5d8d
 @patch
-def reset(self: BargainAEC, seed: int | None = None, options: dict | None = None):
-    "Start a game: scenario 0 of the preset for `seed` (or `options['scenario']`), the engine seeded with `seed`."
-    options = options or {}
-    self.close()
-    self.seed_now = seed = (0 if self.seed_now is None else self.seed_now + 1) if seed is None else int(seed)
-    rules = replace(self.rules, first_mover=options.get('first_mover', self.rules.first_mover))
-    self.seats = {p: RemoteSeat('pettingzoo', self.limits) for p in self.possible_agents}
-    self.game = Seated(self._scenario(seed, options), self.seats['buyer'], self.seats['seller'], rules, seed)
-    self.agents, self.result, A = list(self.possible_agents), None, self.possible_agents
-    self.rewards, self._cumulative_rewards = dict.fromkeys(A, 0.0), dict.fromkeys(A, 0.0)
-    self.terminations, self.truncations = dict.fromkeys(A, False), dict.fromkeys(A, False)
-    self.infos, self.inbox = {p: {} for p in A}, {p: [] for p in A}
-    self._after(run_on(self.loop, self.game.start()))
-
-@patch
 def _after(self: BargainAEC, turn: Role | None):
     "Collect what each seat was told; select the next seat, or end the game."
     for p, seat in self.seats.items(): self.inbox[p] += seat.new_messages()
@@ -123,6 +109,22 @@ def _after(self: BargainAEC, turn: Role | None):
         self.terminations[p], self.infos[p] = True, {'outcome': r.transcript['outcome']}
     self.agent_selection = r.outcome.by.value if r.outcome.by else self.agents[0]
 
+# %% ../nbs/15c_pettingzoo.ipynb #2adc0a1d
+@patch
+def reset(self: BargainAEC, seed: int | None = None, options: dict | None = None):
+    "Start a game: scenario 0 of the preset for `seed` (or `options['scenario']`), the engine seeded with `seed`."
+    options = options or {}
+    self.close()
+    self.seed_now = seed = (0 if self.seed_now is None else self.seed_now + 1) if seed is None else int(seed)
+    rules = replace(self.rules, first_mover=options.get('first_mover', self.rules.first_mover))
+    self.seats = {p: RemoteSeat('pettingzoo', self.limits) for p in self.possible_agents}
+    self.game = Seated(self._scenario(seed, options), self.seats['buyer'], self.seats['seller'], rules, seed)
+    self.agents, self.result, A = list(self.possible_agents), None, self.possible_agents
+    self.rewards, self._cumulative_rewards = dict.fromkeys(A, 0.0), dict.fromkeys(A, 0.0)
+    self.terminations, self.truncations = dict.fromkeys(A, False), dict.fromkeys(A, False)
+    self.infos, self.inbox = {p: {} for p in A}, {p: [] for p in A}
+    self._after(run_on(self.loop, self.game.start()))
+
 # %% ../nbs/15c_pettingzoo.ipynb #2cc94a1c
 @patch
 def observe(self: BargainAEC, agent: str) -> dict:
@@ -131,6 +133,7 @@ def observe(self: BargainAEC, agent: str) -> dict:
     hi = float(self.observation_spaces[agent]['observation'].high[0])
     return {'observation': _features(self.seats[agent], over, hi), 'text': json.dumps(self.inbox[agent])}
 
+# %% ../nbs/15c_pettingzoo.ipynb #53fccd28
 @patch
 def step(self: BargainAEC, action):
     "Play the selected seat's reply (None for a seat whose game is over)."
@@ -149,6 +152,8 @@ def render(self: BargainAEC):
     if self.render_mode is None: return None
     return format_game(self.result) if self.result is not None else f'{self.agent_selection} to act'
 
+# %% ../nbs/15c_pettingzoo.ipynb #a4b0e7b7
 @patch
 def close(self: BargainAEC):
+    "Stop the game if it is still running."
     if self.game is not None: self.game.close()

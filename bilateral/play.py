@@ -14,7 +14,7 @@ from .engine import Engine, GameResult
 from .agents import Agent, AgentStop, make_agent
 
 # %% auto #0
-__all__ = ['run_sync', 'play', 'play_game', 'format_game']
+__all__ = ['run_sync', 'play_game', 'play', 'format_game']
 
 # %% ../nbs/04b_play.ipynb #97bfb2f9
 def run_sync(coro):
@@ -22,11 +22,6 @@ def run_sync(coro):
     try: asyncio.get_running_loop()
     except RuntimeError: return asyncio.run(coro)
     with ThreadPoolExecutor(1) as ex: return ex.submit(asyncio.run, coro).result()
-
-def play(scenario: Scenario, buyer: Agent | str, seller: Agent | str, rules: Rules = Rules(),
-         seed: int = 0) -> GameResult:
-    "Play one game synchronously."
-    return run_sync(play_game(scenario, buyer, seller, rules, seed))
 
 # %% ../nbs/04b_play.ipynb #5341d0e2
 def _failed(eng: Engine, role: Role, e: Exception, failure: dict):
@@ -39,14 +34,19 @@ def _failed(eng: Engine, role: Role, e: Exception, failure: dict):
     failure.update(role=role.value, cause='agent_crash', message=why[:500], fatal=False)
     eng.fail(role, why)
 
+# %% ../nbs/04b_play.ipynb #9cc44cbc
 async def _guarded(eng: Engine, role: Role, coro, failure: dict):
     "Await an agent's coroutine; if it fails, end the game through `_failed`."
     try: return await coro
     except Exception as e: _failed(eng, role, e, failure)
 
 # %% ../nbs/04b_play.ipynb #423a0db3
-async def play_game(scenario: Scenario, buyer: Agent | str, seller: Agent | str, rules: Rules = Rules(),
-                    seed: int = 0) -> GameResult:
+async def play_game(scenario: Scenario,      # the item, the buyer's value and the seller's cost
+                    buyer: Agent | str,      # an agent, or a spec such as 'boulware' (a fresh agent is made)
+                    seller: Agent | str,     # the same for the seller
+                    rules: Rules = Rules(),  # the game's rules
+                    seed: int = 0,           # the engine's seed (latencies, the agents' own randomness)
+                   ) -> GameResult:
     "Play one game between two agents."
     eng, failure = Engine(scenario, rules, seed), {}
     agents = {Role.BUYER: make_agent(buyer), Role.SELLER: make_agent(seller)}
@@ -69,12 +69,23 @@ async def play_game(scenario: Scenario, buyer: Agent | str, seller: Agent | str,
     info = {r.value: i for r, a in agents.items() if (i := a.info()) is not None}
     return eng.result(names, msgs, info, failure)
 
+# %% ../nbs/04b_play.ipynb #5fd1551a
+def play(scenario: Scenario,      # the item, the buyer's value and the seller's cost
+         buyer: Agent | str,      # an agent, or a spec
+         seller: Agent | str,     # an agent, or a spec
+         rules: Rules = Rules(),  # the game's rules
+         seed: int = 0,           # the engine's seed
+        ) -> GameResult:
+    "Play one game synchronously."
+    return run_sync(play_game(scenario, buyer, seller, rules, seed))
+
 # %% ../nbs/04b_play.ipynb #629e746c
 def _act_line(e: Event) -> str:
     "One public action as a line: its time, who, and what (worded by `protocol.EVENTS`)."
     what = EVENTS[e.kind].format(price='' if e.price is None else fmt_money(e.price), offer_id=e.offer_id)
     return f'{e.t:7.1f}s  {e.role.value:<6}  {what}' + (f'  "{e.text[:100]}"' if e.text else '')
 
+# %% ../nbs/04b_play.ipynb #8bcdf56c
 def format_game(r: GameResult) -> str:
     "A readable transcript of a game."
     sc, o = r.scenario, r.outcome

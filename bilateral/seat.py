@@ -87,6 +87,7 @@ async def start(self: Seated) -> Role | None:
     self.task = asyncio.ensure_future(play_game(sc, self.seats[Role.BUYER], self.seats[Role.SELLER], rules, seed))
     return await self._next()
 
+# %% ../nbs/15_seat.ipynb #cbb883ba
 @patch
 async def reply(self: Seated, role: Role, content: str | None = '', calls: list | None = None) -> Role | None:
     "Hand the waiting seat `role` its reply; the role that must reply next, or None once the game is over."
@@ -109,6 +110,7 @@ def _on(loop) -> bool:
     try: return asyncio.get_running_loop() is loop
     except RuntimeError: return False
 
+# %% ../nbs/15_seat.ipynb #0011144c
 @patch
 def close(self: Seated):
     "Cancel the game if it is still running: from its loop's thread, or let it unwind when its loop is idle."

@@ -51,11 +51,13 @@ def offer(self: Scripted, cents: int, then_wait: bool = True) -> list[ToolCall]:
     calls = [ToolCall('make_offer', {'price': cents / 100})]
     return calls + [ToolCall('wait_for_response', {})] if then_wait else calls
 
-@patch
-def accept(self: Scripted) -> list[ToolCall]: return [ToolCall('accept_offer', {'offer_id': self.their['offer_id']})]
-
+# %% ../nbs/05_strategies.ipynb #07764889
 @patch(as_prop=True)
 def their_price(self: Scripted) -> int | None: return None if self.their is None else round(self.their['price'] * 100)
+
+# %% ../nbs/05_strategies.ipynb #45dd4373
+@patch
+def accept(self: Scripted) -> list[ToolCall]: return [ToolCall('accept_offer', {'offer_id': self.their['offer_id']})]
 
 # %% ../nbs/05_strategies.ipynb #265beabe
 class TimeDependent(Scripted):

@@ -222,8 +222,11 @@ def _portable(agent: str) -> bool:
     return bool(REGISTERED_BY.get(agent_kind(agent).name, set()) & modules)
 
 # %% ../nbs/09_tournament.ipynb #ac040c36
-def choose_workers(spec: TournamentSpec, n_games: int, workers: int | None = None,
-                   agent_limits: dict | None = None) -> int:
+def choose_workers(spec: TournamentSpec,              # the tournament
+                   n_games: int,                      # the games it has yet to play
+                   workers: int | None = None,        # the number asked for; None chooses
+                   agent_limits: dict | None = None,  # agent -> games at once; any limit keeps one process
+                  ) -> int:
     "How many worker processes play `n_games` games of `spec`; None chooses, 1 means this process plays them."
     if workers is None:
         cpu = all(not agent_kind(a).waits and _portable(a) for a in spec.agents)
@@ -399,8 +402,14 @@ def run_tournament(spec: TournamentSpec, out_dir: str | Path, **kwargs) -> dict:
     return run_sync(run_tournament_async(spec, out_dir, **kwargs))
 
 # %% ../nbs/09_tournament.ipynb #b11ccabd
-def round_robin(agents, games_per_pair: int = 10, preset: str = DEFAULT_PRESET, seed: int = 0, rules: Rules = Rules(),
-                self_play: bool = True, first_mover: str = 'alternate') -> list[GameResult]:
+def round_robin(agents,                          # agent specs
+                games_per_pair: int = 10,        # paired scenarios per ordered (buyer, seller) pair
+                preset: str = DEFAULT_PRESET,    # value model
+                seed: int = 0,                   # the scenarios' and the games' seed
+                rules: Rules = Rules(),          # the rules of every game (but the first mover)
+                self_play: bool = True,          # include an agent against itself
+                first_mover: str = 'alternate',  # 'buyer', 'seller', or 'alternate' between scenarios
+               ) -> list[GameResult]:
     "Play the paired round-robin in memory."
     spec = TournamentSpec(tuple(agents), games_per_pair, preset, seed, self_play, rules, first_mover=first_mover)
     async def go(): return [await play_game(t.scenario, t.buyer, t.seller, t.rules, t.seed) for t in plan(spec)]

@@ -390,11 +390,11 @@ def _page_data(store: Store, rows: pd.DataFrame, tables: dict, n_boot: int) -> t
     return data, chunks
 
 # %% ../nbs/12b_view.ipynb #64542086
-def _write_page(path: Path, data: dict, chunks: list[str]) -> Path:
-    "Write the page to `path`, its game views inline or, past `INLINE_MB`, in a folder beside it."
+def _write_page(path: Path, data: dict, chunks: list[str], inline_mb: float | None = None) -> Path:
+    "Write the page to `path`, its game views inline or, past `inline_mb` (None: `INLINE_MB`), in a folder beside it."
     side = path.parent / f'{path.stem}_files'
     if side.exists(): shutil.rmtree(side)
-    if sum(map(len, chunks)) <= INLINE_MB * 1e6:
+    if sum(map(len, chunks)) <= (INLINE_MB if inline_mb is None else inline_mb) * 1e6:
         path.write_text(page_html(data, chunks))
         return path
     side.mkdir()
