@@ -23,12 +23,13 @@ from .scenarios import sample_scenarios
 from .tiny import build_model, train_tokenizer
 
 # %% auto #0
-__all__ = ['TINY_WINDOW', 'ROLES', 'SFT_COLUMNS', 'SFT_CONFIGS', 'windows', 'cuts', 'sft_dataset', 'step_file', 'train_sft',
-           'torch_threads', 'ladder_conversations', 'build_tiny_model', 'reply_validity', 'tool_call_rate',
-           'first_situations', 'first_offers', 'first_offer_scores', 'offer_curve', 'role_rows', 'select_conversations',
-           'split_scenarios', 'conversation_dataset', 'sft_counts', 'save_sft_data', 'load_sft_data', 'sft_data',
-           'pick_backend', 'training_template', 'sft_tokens', 'load_lora_model', 'sft_trainer', 'save_trained',
-           'train_lora_sft', 'teacher_forced_loss', 'merge_adapter']
+__all__ = ['TINY_WINDOW', 'ROLES', 'SFT_COLUMNS', 'SFT_CONFIGS', 'windows', 'cuts', 'endings', 'last_reply_mask', 'sft_dataset',
+           'step_file', 'train_sft', 'torch_threads', 'ladder_conversations', 'build_tiny_model', 'reply_validity',
+           'tool_call_rate', 'first_situations', 'greedy_replies', 'first_offers', 'first_offer_scores',
+           'accept_moments', 'accept_scores', 'offer_curve', 'role_rows', 'select_conversations', 'split_scenarios',
+           'conversation_dataset', 'sft_counts', 'save_sft_data', 'load_sft_data', 'sft_data', 'pick_backend',
+           'training_template', 'sft_tokens', 'load_lora_model', 'sft_trainer', 'save_trained', 'train_lora_sft',
+           'teacher_forced_loss', 'merge_adapter']
 
 # %% ../nbs/09b_sft.ipynb #399a3ee3
 def windows(conv: list, window: int | None, per_conv: int, rng) -> list:
@@ -44,6 +45,20 @@ def cuts(conv: list, first: int, whole: bool = False) -> list:
     idx = [i for i, m in enumerate(conv) if m['role'] == 'assistant'][:first]
     out = [conv[:i + 1] for i in idx]
     return out + [conv] if whole and (not idx or idx[-1] < len(conv) - 1) else out
+
+# %% ../nbs/09b_sft.ipynb #d9df9b4a
+def endings(conv: list, last: int) -> list:
+    "The conversation cut after each of its last `last` replies (the history up to there and that reply)."
+    idx = [i for i, m in enumerate(conv) if m['role'] == 'assistant'][-last:] if last else []
+    return [conv[:i + 1] for i in idx]
+
+# %% ../nbs/09b_sft.ipynb #f56067f0
+def last_reply_mask(mask: list) -> list:
+    "An assistant mask that keeps only its last run of ones: a sample that trains its final reply alone."
+    end = max((i for i, m in enumerate(mask) if m), default=-1)
+    start = end
+    while start > 0 and mask[start - 1]: start -= 1
+    return [int(start <= i <= end) for i in range(len(mask))]
 
 # %% ../nbs/09b_sft.ipynb #13691615
 def sft_dataset(tok, conversations, max_length: int = 1536):
@@ -190,19 +205,24 @@ def _first_price(text: str) -> float | None:
     except (ValueError, AttributeError): return None
     return float(price) if type(price) in (int, float) and price > 0 else None
 
-def first_offers(model, tok, situations: list[dict], batch: int = 32) -> list[float | None]:
-    "The first price a model writes, greedily, in each situation (None: no price)."
+def greedy_replies(model, tok, histories: list[list], batch: int = 32, max_new_tokens: int = 48) -> list[str]:
+    "What a model writes, greedily, after each history (a list of messages), as raw text."
     import torch
     side, tok.padding_side, out = tok.padding_side, 'left', []
-    for i in range(0, len(situations), batch):
-        texts = [tok.apply_chat_template(s['messages'], tools=openai_tools(), add_generation_prompt=True,
-                                         tokenize=False) for s in situations[i:i + batch]]
+    for i in range(0, len(histories), batch):
+        texts = [tok.apply_chat_template(h, tools=openai_tools(), add_generation_prompt=True, tokenize=False)
+                 for h in histories[i:i + batch]]
         enc = tok(texts, return_tensors='pt', padding=True, add_special_tokens=False)
         with torch.no_grad():
-            gen = model.generate(**enc, max_new_tokens=40, do_sample=False, pad_token_id=tok.pad_token_id)
-        out += [_first_price(tok.decode(r, skip_special_tokens=False)) for r in gen[:, enc['input_ids'].shape[1]:]]
+            gen = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tok.pad_token_id)
+        out += [tok.decode(r, skip_special_tokens=False) for r in gen[:, enc['input_ids'].shape[1]:]]
     tok.padding_side = side
     return out
+
+def first_offers(model, tok, situations: list[dict], batch: int = 32) -> list[float | None]:
+    "The first price a model writes, greedily, in each situation (None: no price)."
+    return [_first_price(t) for t in greedy_replies(model, tok, [s['messages'] for s in situations], batch, 40)]
+
 
 # %% ../nbs/09b_sft.ipynb #45232b4c
 def first_offer_scores(prices: list, situations: list[dict]) -> dict:
@@ -216,6 +236,33 @@ def first_offer_scores(prices: list, situations: list[dict]) -> dict:
             'close': round(sum(abs(p / t - 1) <= .1 for p, _, t in got) / n, 3),
             'corr': None if corr is None or not np.isfinite(corr) else round(float(corr), 3),
             'anchor': round(float(np.median(r)), 3) if r else None}
+
+# %% ../nbs/09b_sft.ipynb #080626e5
+def accept_moments(split) -> list[dict]:
+    "Each history before a reply in which the teacher accepted an offer (a saved split's), with that offer's id."
+    out = []
+    for m in split['messages']:
+        conv = sendable(json.loads(m))
+        for i, msg in enumerate(conv):
+            acc = [c for c in msg.get('tool_calls') or [] if c['function']['name'] == 'accept_offer']
+            if msg['role'] == 'assistant' and acc:
+                out.append({'messages': conv[:i], 'offer_id': json.loads(acc[0]['function']['arguments'])['offer_id']})
+    return out
+
+# %% ../nbs/09b_sft.ipynb #3ee998ed
+def _accepted_id(text: str) -> str | None:
+    "The offer id of a reply's first `accept_offer` call ('' when it has none readable; None: no such call)."
+    call = next((c for c in parse_tool_calls(text)[1] if c['name'] == 'accept_offer'), None)
+    if call is None: return None
+    try: return str(json.loads(call['arguments']).get('offer_id', ''))
+    except (ValueError, AttributeError): return ''
+
+def accept_scores(model, tok, moments: list[dict], batch: int = 32) -> dict:
+    "How often a model, greedily, accepts where the teacher accepted (`accepts`), and the teacher's offer (`right_id`)."
+    ids = [_accepted_id(t) for t in greedy_replies(model, tok, [m['messages'] for m in moments], batch)]
+    n = max(1, len(moments))
+    return {'n': len(moments), 'accepts': round(sum(i is not None for i in ids) / n, 3),
+            'right_id': round(sum(i == m['offer_id'] for i, m in zip(ids, moments)) / n, 3)}
 
 # %% ../nbs/09b_sft.ipynb #4e19a807
 def offer_curve(situations: list[dict], every: int):
@@ -414,7 +461,7 @@ def pick_backend(backend: str = 'auto') -> str:
 _LINEAR = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj']
 _QWEN = dict(lora_r=16, lora_alpha=16, lora_dropout=0.0, target_modules=_LINEAR, lr=2e-4, epochs=1, batch=1,
              grad_accum=8, max_length=8192, load_in_4bit=True, checkpointing=True, threads=None, expected_time=None,
-             first=None, whole=1.0,
+             first=None, whole=1.0, last=0,
              docs=['https://unsloth.ai/docs/get-started/fine-tuning-for-beginners/unsloth-requirements',
                    'https://qwen.readthedocs.io/en/latest/training/unsloth.html',
                    'https://unsloth.ai/docs/get-started/fine-tuning-llms-guide/lora-hyperparameters-guide'])
@@ -422,7 +469,7 @@ _QWEN = dict(lora_r=16, lora_alpha=16, lora_dropout=0.0, target_modules=_LINEAR,
 SFT_CONFIGS = {
     'tiny': dict(base_model=None, lora_r=16, lora_alpha=32, lora_dropout=0.0, target_modules=_LINEAR, lr=2e-3,
                  epochs=1, batch=1, grad_accum=2, max_length=4096, load_in_4bit=False, checkpointing=False, threads=1,
-                 gpu_memory_gb=None, expected_time=None, docs=[], first=3, whole=0.5),
+                 gpu_memory_gb=None, expected_time=None, docs=[], first=3, whole=1.0, last=2),
     'qwen3-8b': dict(_QWEN, base_model='Qwen/Qwen3-8B', gpu_memory_gb={'qlora_4bit_min': 6, 'lora_16bit_min': 22}),
     'qwen3-14b': dict(_QWEN, base_model='Qwen/Qwen3-14B', gpu_memory_gb={'qlora_4bit_min': 8.5, 'lora_16bit_min': 33}),
 }
@@ -435,17 +482,19 @@ def training_template(tok) -> str | None:
 
 # %% ../nbs/09b_sft.ipynb #11a8f6e1
 def sft_tokens(tok, split, max_length: int, chat_template: str | None = None, first: int | None = None,
-               whole: float = 1.0, seed: int = 0):
+               whole: float = 1.0, seed: int = 0, last: int = 0):
     "Token ids and assistant masks of a split's conversations as in tournaments (`first`: also their `cuts`)."
     from datasets import Dataset
     rows, rng = {'input_ids': [], 'assistant_masks': []}, random.Random(seed)
     for m, t in zip(split['messages'], split['tools']):
         conv = sendable(json.loads(m))
-        for c in cuts(conv, first, rng.random() < whole) if first else [conv]:
+        samples = [(c, False) for c in (cuts(conv, first, rng.random() < whole) if first else [conv])]
+        for c, alone in samples + [(c, True) for c in endings(conv, last)]:   # an ending trains its last reply
             enc = tok.apply_chat_template(c, tools=json.loads(t), chat_template=chat_template, return_dict=True,
                                           return_assistant_tokens_mask=True)
+            mask = enc['assistant_masks'][:max_length]
             rows['input_ids'].append(enc['input_ids'][:max_length])
-            rows['assistant_masks'].append(enc['assistant_masks'][:max_length])
+            rows['assistant_masks'].append(last_reply_mask(mask) if alone else mask)
     return Dataset.from_dict(rows)
 
 # %% ../nbs/09b_sft.ipynb #b8292461
@@ -519,7 +568,8 @@ def train_lora_sft(model_dir, data_dir, out_dir, config: str = 'tiny', backend: 
     first = [sendable(json.loads(split[0]['messages'])), json.loads(split[0]['tools'])]
     same = template is None or tok.apply_chat_template(first[0], tools=first[1], tokenize=False) == \
         tok.apply_chat_template(first[0], tools=first[1], tokenize=False, chat_template=template)
-    ds = sft_tokens(tok, split, cfg['max_length'], template, cfg['first'], cfg['whole'], seed)
+    ds = sft_tokens(tok, split, cfg['max_length'], template, cfg['first'], cfg['whole'], seed,
+                    cfg['last'])
     with torch_threads(cfg['threads']), _quiet():
         tr = sft_trainer(model, tok, ds, cfg, lora, max_steps, seed, progress_file)
         out = tr.train()
