@@ -128,3 +128,46 @@ def test_one_scenario_saves_a_train_split_that_loads(tmp_path):
     sft_data(tmp_path / 'run', tmp_path / 'data')
     dd = load_sft_data(tmp_path / 'data')
     assert list(dd) == ['train'] and len(dd['train']) == 8
+
+
+def test_endings_train_each_of_the_last_replies_alone(data, tiny_model):
+    "An ending sample is the history up to one of the last replies, and its labels are that reply's tokens only."
+    model_dir, _ = tiny_model
+    from transformers import AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    split = load_sft_data(data)['train'].select(range(3))
+    whole, both = sft_tokens(tok, split, 100_000), sft_tokens(tok, split, 100_000, last=2)
+    assert len(both) == 3 * len(whole)
+    for i, m in enumerate(split['messages']):
+        conv = sendable(json.loads(m))
+        replies = [k for k, x in enumerate(conv) if x['role'] == 'assistant'][-2:]
+        for j, k in enumerate(replies):
+            row = both[3 * i + 1 + j]
+            full = tok.apply_chat_template(conv[:k + 1], tools=openai_tools(), return_dict=True,
+                                           return_assistant_tokens_mask=True)
+            assert row['input_ids'] == full['input_ids']
+            mask, everything = row['assistant_masks'], full['assistant_masks']
+            runs = sum(1 for a, b in zip([0] + mask, mask) if b and not a)
+            assert runs == 1 and all(e >= x for e, x in zip(everything, mask)) and sum(mask) < sum(everything)
+            learned = tok.decode([t for t, y in zip(row['input_ids'], mask) if y])
+            assert all(c['function']['arguments'] in learned for c in conv[k]['tool_calls'])
+
+
+def test_accept_scores_count_the_teachers_offer_id(run, tiny_model, monkeypatch):
+    "accept_moments holds the history before each accept; replies are scored by their accept call and its id."
+    import bilateral.sft as sft
+    model_dir, _ = tiny_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    with Store(run, create=False) as st:
+        convs = [json.dumps(m[r]) for g in st.rows()['game_id'] if (m := st.messages(g)) for r in m]
+    moments = sft.accept_moments({'messages': convs})
+    assert moments and all(m['offer_id'][:1] in 'BS' and m['messages'][-1]['role'] != 'assistant' for m in moments)
+    model, tok = AutoModelForCausalLM.from_pretrained(model_dir), AutoTokenizer.from_pretrained(model_dir)
+    sc = sft.accept_scores(model, tok, moments[:8])          # the real model, greedily
+    assert sc['n'] == 8 and 0 <= sc['right_id'] <= sc['accepts'] <= 1
+    call = '<tool_call>{{"name": "accept_offer", "arguments": {{"offer_id": "{}"}}}}</tool_call>'
+    ids = [m['offer_id'] for m in moments[:4]]
+    replies = [call.format(ids[0]), call.format('X9'), '<tool_call>{"name": "wait", "arguments": {}}</tool_call>',
+               call.format(ids[3])]
+    monkeypatch.setattr(sft, 'greedy_replies', lambda *a, **k: replies)
+    assert sft.accept_scores(model, tok, moments[:4]) == {'n': 4, 'accepts': 0.75, 'right_id': 0.5}
