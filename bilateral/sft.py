@@ -223,7 +223,6 @@ def first_offers(model, tok, situations: list[dict], batch: int = 32) -> list[fl
     "The first price a model writes, greedily, in each situation (None: no price)."
     return [_first_price(t) for t in greedy_replies(model, tok, [s['messages'] for s in situations], batch, 40)]
 
-
 # %% ../nbs/09b_sft.ipynb #45232b4c
 def first_offer_scores(prices: list, situations: list[dict]) -> dict:
     "How a model's first offers relate to the listing price and to the teacher's offers in the same situations."
@@ -239,7 +238,7 @@ def first_offer_scores(prices: list, situations: list[dict]) -> dict:
 
 # %% ../nbs/09b_sft.ipynb #080626e5
 def accept_moments(split) -> list[dict]:
-    "Each history before a reply in which the teacher accepted an offer (a saved split's), with that offer's id."
+    "Each history before a reply in which the teacher accepted an offer in a saved split, with that offer's id."
     out = []
     for m in split['messages']:
         conv = sendable(json.loads(m))
@@ -483,7 +482,8 @@ def training_template(tok) -> str | None:
 # %% ../nbs/09b_sft.ipynb #11a8f6e1
 def sft_tokens(tok, split, max_length: int, chat_template: str | None = None, first: int | None = None,
                whole: float = 1.0, seed: int = 0, last: int = 0):
-    "Token ids and assistant masks of a split's conversations as in tournaments (`first`: also their `cuts`)."
+    """Token ids and assistant masks of a split's conversations as in tournaments (`first`: also their `cuts`;
+    `last`: also their `endings`, each training its last reply alone)."""
     from datasets import Dataset
     rows, rng = {'input_ids': [], 'assistant_masks': []}, random.Random(seed)
     for m, t in zip(split['messages'], split['tools']):
