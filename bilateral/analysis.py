@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import numpy as np
 import pandas as pd
-from .metrics import role_table, aggregate, bootstrap_ci, profile_measures
+from .metrics import role_table, aggregate, bootstrap_ci, cluster_ci, profile_measures
 
 # %% auto #0
 __all__ = ['BEHAVIOUR', 'SANITY', 'paired_comparison', 'bradley_terry', 'breakdown', 'behaviour', 'tier_spread', 'sanity_by',
@@ -23,24 +23,27 @@ def _paired_wide(rows, role: str, measure: str) -> pd.DataFrame:
     return rt.pivot_table(index=['opponent', 'seed'], columns='agent', values=measure, aggfunc='first')
 
 # %% ../nbs/10_analysis.ipynb #5e01f9c6
-def _paired_row(role: str, a: str, b: str, d: np.ndarray, measure: str, n_boot: int, seed: int) -> dict:
-    "The comparison of agent `a` with agent `b` from their paired differences `d` (a minus b)."
-    m, lo, hi = bootstrap_ci(d, n_boot, seed)
+def _paired_row(role: str, a: str, b: str, d: np.ndarray, unit: np.ndarray, measure: str, n_boot: int,
+                seed: int) -> dict:
+    "The comparison of agent `a` with agent `b` from their paired differences `d` (a minus b) in scenarios `unit`."
+    m, lo, hi = cluster_ci(d, unit, n_boot, seed)
     a_better = float(np.mean(d > 0)) if len(d) else math.nan
     b_better = float(np.mean(d < 0)) if len(d) else math.nan
-    return {'role': role, 'a': a, 'b': b, 'pairs': len(d), f'{measure}_diff': m, 'lo': lo, 'hi': hi,
-            'a_better': a_better, 'b_better': b_better}
+    return {'role': role, 'a': a, 'b': b, 'pairs': len(d), 'scenarios': len(set(unit)), f'{measure}_diff': m,
+            'lo': lo, 'hi': hi, 'a_better': a_better, 'b_better': b_better}
 
 # %% ../nbs/10_analysis.ipynb #4409d11f
 def paired_comparison(rows, role: str, measure: str = 'share', n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
-    "Mean paired difference of `measure` for every two agents in `role`, with a bootstrap interval."
+    "Mean paired difference of `measure` for every two agents in `role`, with a 95% interval over scenarios."
     wide = _paired_wide(rows, role, measure)
+    seeds = wide.index.get_level_values('seed').to_numpy()
     out = []
     for a in wide.columns:
         for b in wide.columns:
             if a >= b: continue
-            d = (wide[a] - wide[b]).dropna().to_numpy()
-            out.append(_paired_row(role, a, b, d, measure, n_boot, seed))
+            d = (wide[a] - wide[b]).to_numpy()
+            ok = ~np.isnan(d)
+            out.append(_paired_row(role, a, b, d[ok], seeds[ok], measure, n_boot, seed))
     return pd.DataFrame(out)
 
 # %% ../nbs/10_analysis.ipynb #da0f6386
@@ -100,7 +103,7 @@ def bradley_terry(rows, n_boot: int = 200, seed: int = 0) -> pd.DataFrame:
 
 # %% ../nbs/10_analysis.ipynb #c38babbf
 def breakdown(rows, by: str = 'tier', n_boot: int = 1000) -> pd.DataFrame:
-    "Share, share if deal and deal rate per agent, role and `by` (tier or zopa_width), with intervals."
+    "Share, share if deal and deal rate per agent, role and `by` (tier or zopa_width), with intervals over scenarios."
     return aggregate(role_table(rows), by=('agent', 'role', by), measures=['share', 'share_if_deal', 'deal'],
                      n_boot=n_boot)
 
@@ -108,7 +111,7 @@ def breakdown(rows, by: str = 'tier', n_boot: int = 1000) -> pd.DataFrame:
 BEHAVIOUR = profile_measures()     # the measures marked `profile` when the package loaded; tables read the flags
 
 def behaviour(rows, n_boot: int = 1000) -> pd.DataFrame:
-    "The measures marked `profile` (`metrics.METRICS`) per agent and role, with intervals."
+    "The measures marked `profile` (`metrics.METRICS`) per agent and role, intervals over scenarios."
     return aggregate(role_table(rows), by=('agent', 'role'), measures=profile_measures(), n_boot=n_boot)
 
 # %% ../nbs/10_analysis.ipynb #f4767b08

@@ -17,9 +17,10 @@ from .scenarios import zopa_bucket
 from .engine import GameResult, calls
 
 # %% auto #0
-__all__ = ['OUTCOME_METRICS', 'ABSURD', 'BEHAVIOUR_METRICS', 'METRICS', 'MEASURES', 'Metric', 'GameFacts', 'gather_facts',
-           'outcome_metrics', 'behaviours', 'role_behaviour', 'game_row', 'role_table', 'bootstrap_ci',
-           'default_measures', 'aggregate', 'leaderboard', 'page_columns', 'profile_measures', 'format_leaderboard']
+__all__ = ['OUTCOME_METRICS', 'ABSURD', 'BEHAVIOUR_METRICS', 'METRICS', 'MEASURES', 'MIN_SCENARIOS', 'Metric', 'GameFacts',
+           'gather_facts', 'outcome_metrics', 'behaviours', 'role_behaviour', 'game_row', 'role_table', 'bootstrap_ci',
+           'cluster_ci', 'default_measures', 'aggregate', 'leaderboard', 'page_columns', 'profile_measures',
+           'format_leaderboard']
 
 # %% ../nbs/07_metrics.ipynb #e6c09266
 _KINDS, _PAGE = ('outcome', 'behaviour', 'table'), ('', 'mean', 'ci')
@@ -324,6 +325,26 @@ def bootstrap_ci(x,                    # the values; missing ones are left out
     a = (1 - level) / 2
     return float(x.mean()), float(np.quantile(means, a)), float(np.quantile(means, 1 - a))
 
+# %% ../nbs/07_metrics.ipynb #ff5507f3
+def cluster_ci(x,                    # the values; missing ones are left out
+               unit,                 # each value's cluster (the scenario's seed); clusters are resampled whole
+               n_boot: int = 1000,   # resamples
+               seed: int = 0,        # the resampling's seed
+               level: float = 0.95,  # the interval's coverage
+              ) -> tuple[float, float, float]:
+    "(mean, low, high) of the mean of `x` by the percentile bootstrap over whole clusters of values."
+    x, unit = np.asarray(x, dtype=float), np.asarray(unit)
+    unit = unit[~np.isnan(x)]
+    x = x[~np.isnan(x)]
+    if len(x) == 0: return (math.nan, math.nan, math.nan)
+    ids, code = np.unique(unit, return_inverse=True)
+    if len(ids) == 1: return (float(x.mean()), math.nan, math.nan)
+    sums, counts = np.bincount(code, weights=x), np.bincount(code)
+    draw = np.random.default_rng(seed).integers(0, len(ids), (n_boot, len(ids)))
+    means = sums[draw].sum(1) / counts[draw].sum(1)
+    a = (1 - level) / 2
+    return float(x.mean()), float(np.quantile(means, a)), float(np.quantile(means, 1 - a))
+
 # %% ../nbs/07_metrics.ipynb #7c73faf3
 def default_measures(metrics: list[Metric] = METRICS) -> list[str]:
     "The measures `aggregate` averages unless told: the leaderboard's, then the other averaged ones."
@@ -333,20 +354,26 @@ def default_measures(metrics: list[Metric] = METRICS) -> list[str]:
 MEASURES = default_measures()
 
 # %% ../nbs/07_metrics.ipynb #774c2652
+MIN_SCENARIOS = 10   # a row resting on fewer scenarios is marked `thin`
+
 def aggregate(roles: pd.DataFrame,                         # the role table (`role_table`)
               by=('agent', 'role', 'tier', 'zopa_width'),  # the columns to group by
               measures=MEASURES,                           # the columns to average
               n_boot: int = 1000,                          # bootstrap resamples per interval
               seed: int = 0,                               # the bootstrap's seed
+              unit: str | None = 'seed',                   # the resampled unit (the scenario); None: games
              ) -> pd.DataFrame:
-    "Mean and bootstrap 95% interval of each measure per group."
+    "Mean and 95% interval of each measure per group, resampling scenarios, with the games and scenarios behind it."
     out = []
     for key, g in roles.groupby(list(by), sort=True):
         rec = dict(zip(by, key if isinstance(key, tuple) else (key,)))
         rec['games'] = len(g)
+        rec['scenarios'] = g[unit].nunique() if unit else len(g)
+        rec['thin'] = rec['scenarios'] < MIN_SCENARIOS
         for m in measures:
-            mean, lo, hi = bootstrap_ci(g[m].astype(float), n_boot, seed)
-            rec[m], rec[f'{m}_lo'], rec[f'{m}_hi'] = mean, lo, hi
+            x = g[m].astype(float)
+            rec[m], rec[f'{m}_lo'], rec[f'{m}_hi'] = (cluster_ci(x, g[unit], n_boot, seed) if unit
+                                                      else bootstrap_ci(x, n_boot, seed))
         out.append(rec)
     return pd.DataFrame(out)
 
@@ -388,7 +415,7 @@ def leaderboard(rows: list[dict] | pd.DataFrame,  # game rows (`game_row`), or t
 # %% ../nbs/07_metrics.ipynb #98ab0693
 def page_columns(metrics: list[Metric] = METRICS) -> list[str]:
     "The leaderboard's columns on the run page: the measures marked `page`, in order, with intervals for 'ci'."
-    cols = ['role', 'agent', 'games']
+    cols = ['role', 'agent', 'games', 'scenarios']
     for m in _by_rank(metrics):
         if m.page: cols += [m.name, f'{m.name}_lo', f'{m.name}_hi'] if m.page == 'ci' else [m.name]
         if m.page and m.name == 'share': cols.append('vs_self')
@@ -414,12 +441,15 @@ _HEADER = (f"{'role':<7}{'agent':<23}{'games':>6}  {'share [95% CI]':<24}{'vs se
            f"{'share|deal':>11}{'deal rate':>10}{'IR viol.':>9}{'invalid/g':>10}")
 
 def format_leaderboard(lb: pd.DataFrame, name: Callable = str) -> str:
-    "A leaderboard as a fixed-width text table with intervals; `name` shortens an agent spec for display."
+    """A leaderboard as a fixed-width text table with intervals over scenarios; `name` shortens an agent spec for
+    display. A row on fewer than `MIN_SCENARIOS` scenarios has its interval marked `*`."""
     lines = [_HEADER]
     for _, r in lb.iterrows():
         ci = f"{_cell(r['share'], '.3f')} [{_cell(r['share_lo'], '.3f')}, {_cell(r['share_hi'], '.3f')}]"
+        ci += ' *' if r.get('thin', False) else ''
         lines.append(f"{r['role']:<7}{_fit(name(r['agent'])):<23}{r['games']:>6}  {ci:<24}"
                      f"{_cell(r.get('vs_self'), '+.3f'):>8}{_cell(r.get('gain_list'), '.3f'):>8}"
                      f"{_cell(r['share_if_deal'], '.3f'):>11}{_cell(r['deal'], '.3f'):>10}"
                      f"{_cell(r['ir_violation'], '.3f'):>9}{_cell(r['invalid_calls'], '.2f'):>10}")
+    if 'thin' in lb and lb['thin'].any(): lines.append(f'* on fewer than {MIN_SCENARIOS} scenarios: a rough interval')
     return '\n'.join(lines)

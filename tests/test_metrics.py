@@ -88,8 +88,12 @@ def test_leaderboard_both_roles_and_the_self_play_baseline():
     assert (lb['vs_self_lo'] + base).tolist() == pytest.approx(lb['share_lo'].tolist(), nan_ok=True)
     assert (lb['vs_self_hi'] + base).tolist() == pytest.approx(lb['share_hi'].tolist(), nan_ok=True)
     text = format_leaderboard(lb)
-    assert [l.split()[:2] for l in text.splitlines()[5:]] == [['both', 'a'], ['both', 'b']]
-    assert text.splitlines()[0].split()[6:9] == ['vs', 'self', 'gain/L'] and text.splitlines()[4].split()[6] == '-0.500'
+    # one scenario behind every row: no interval, each marked, and a note says why
+    assert [l.split()[:2] for l in text.splitlines()[5:7]] == [['both', 'a'], ['both', 'b']]
+    assert lb['scenarios'].tolist() == [1] * 6 and lb['thin'].all() and lb['share_lo'].isna().all()
+    assert text.splitlines()[-1].startswith('* on fewer than')
+    assert text.splitlines()[0].split()[6:9] == ['vs', 'self', 'gain/L'] and text.splitlines()[4].split()[6:8] == [
+        '*', '-0.500']
     assert max(map(len, format_leaderboard(lb, lambda a: a * 40).splitlines())) <= 120
 
 def test_concession_patience_and_waiting():
@@ -127,3 +131,20 @@ def test_bootstrap_ci_is_seeded_and_covers_mean():
     assert bootstrap_ci(x, seed=1) == bootstrap_ci(x, seed=1)
     m, lo, hi = bootstrap_ci(x)
     assert lo < m < hi and m == pytest.approx(sum(x) / len(x))
+
+def test_leaderboard_interval_is_a_bootstrap_over_scenarios():
+    "One leaderboard interval recomputed by resampling whole scenarios with plain pandas, draw for draw."
+    import numpy as np, pandas as pd
+    from bilateral.tournament import round_robin
+    rows = pd.DataFrame([game_row(r) for r in round_robin(['boulware', 'conceder', 'linear'], 12, seed=5)])
+    lb = leaderboard(rows, n_boot=300, seed=4).set_index(['agent', 'role'])
+    rt = role_table(rows)
+    mine = rt[rt['agent'] == 'conceder'].dropna(subset=['share'])   # 'both': a scenario's two roles drawn together
+    seeds = sorted(mine['seed'].unique())
+    draws = np.random.default_rng(4).integers(0, len(seeds), (300, len(seeds)))
+    means = [pd.concat([mine[mine['seed'] == seeds[i]] for i in d])['share'].mean() for d in draws]
+    row = lb.loc[('conceder', 'both')]
+    assert (row['games'], row['scenarios'], bool(row['thin'])) == (72, 12, False)   # 3 opponents x 2 roles x 12
+    assert [row['share_lo'], row['share_hi']] == pytest.approx(list(np.quantile(means, [0.025, 0.975])), abs=1e-12)
+    # the games' bootstrap gives another interval on the same rows
+    assert bootstrap_ci(mine['share'], 300, 4)[1:] != pytest.approx((row['share_lo'], row['share_hi']), abs=1e-3)
