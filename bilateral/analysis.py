@@ -129,11 +129,23 @@ def _scenario_means(g: pd.DataFrame, measure: str) -> pd.DataFrame:
     "The mean of `measure` over the games of each scenario (seed and tier), one row per scenario."
     return g.astype({measure: float}).groupby(['seed', 'tier'], as_index=False)[measure].mean()
 
+# %% ../nbs/10_analysis.ipynb #a0c0468f
+def _spread_ci(v: np.ndarray, codes: np.ndarray, k: int, n_boot: int, seed: int) -> tuple[float, float]:
+    "95% interval of the spread of `k` group means over scenarios drawn again (`v`, `codes`: one per scenario)."
+    if len(v) < 2: return (math.nan, math.nan)
+    idx = np.random.default_rng(seed).integers(0, len(v), (n_boot, len(v)))
+    counts = np.stack([np.bincount(codes[i], minlength=k) for i in idx])
+    sums = np.stack([np.bincount(codes[i], weights=v[i], minlength=k) for i in idx])
+    full = (counts > 0).all(1)
+    means = sums[full] / counts[full]
+    spread = means.max(1) - means.min(1)
+    return tuple(map(float, np.quantile(spread, [0.025, 0.975]))) if len(spread) else (math.nan, math.nan)
+
 # %% ../nbs/10_analysis.ipynb #6489b125
 def _tier_columns(measure: str) -> list[str]:
     "The columns of `tier_spread`."
     by_tier = [f'{measure}_{t}{s}' for t in _TIERS for s in ('', '_lo', '_hi')]
-    return ['agent', 'role', *by_tier, 'spread', 'p_value', 'scenarios', 'games']
+    return ['agent', 'role', *by_tier, 'spread', 'spread_lo', 'spread_hi', 'p_value', 'scenarios', 'games']
 
 def _tier_row(agent: str, role: str, g: pd.DataFrame, measure: str, rng: np.random.Generator, n_perm: int,
               n_boot: int, seed: int) -> dict:
@@ -147,8 +159,10 @@ def _tier_row(agent: str, role: str, g: pd.DataFrame, measure: str, rng: np.rand
     for t in _TIERS:
         rec.update(zip((f'{measure}_{t}', f'{measure}_{t}_lo', f'{measure}_{t}_hi'),
                        bootstrap_ci(v[sc['tier'].to_numpy() == t], n_boot, seed)))
+    lo, hi = _spread_ci(v, codes, len(names), n_boot, seed)
     p_value = float((1 + np.sum(perm >= obs - 1e-12)) / (1 + n_perm))
-    return {**rec, 'spread': float(obs), 'p_value': p_value, 'scenarios': len(sc), 'games': len(g)}
+    return {**rec, 'spread': float(obs), 'spread_lo': lo, 'spread_hi': hi, 'p_value': p_value, 'scenarios': len(sc),
+            'games': len(g)}
 
 # %% ../nbs/10_analysis.ipynb #2bb789b7
 def tier_spread(rows, n_perm: int = 1000, seed: int = 0, measure: str = 'share', n_boot: int = 1000) -> pd.DataFrame:

@@ -6,14 +6,17 @@ Docs: https://github.com/bilateral-dev/bilateral/findings.html.md"""
 
 # %% ../nbs/10b_findings.ipynb #fd842496
 from __future__ import annotations
+import math
+import numpy as np
 import pandas as pd
 from .agents import make_agent
 from .metrics import aggregate, bootstrap_ci, role_table
 from .analysis import tier_spread
 
 # %% auto #0
-__all__ = ['paired_gap', 'role_gap', 'outcome_table', 'trade_off', 'design_tilt', 'accommodating_roles', 'is_proportional',
-           'tier_finding', 'headline', 'headline_markdown']
+__all__ = ['MARGIN', 'FINDING_AGENTS', 'paired_gap', 'role_gap', 'outcome_table', 'trade_off', 'design_tilt',
+           'accommodating_roles', 'is_proportional', 'tier_finding', 'first_mover_gap', 'headline', 'headline_markdown',
+           'findings_table']
 
 # %% ../nbs/10b_findings.ipynb #fa97fead
 def _scenario_ci(d: pd.Series, n_boot: int, seed: int) -> dict:
@@ -83,16 +86,59 @@ def is_proportional(spec: str) -> bool:
     return bool(getattr(make_agent(spec), 'proportional', False))
 
 # %% ../nbs/10b_findings.ipynb #d75fdb16
-def tier_finding(rows, n_perm: int = 1000, seed: int = 0) -> pd.DataFrame:
-    "Tier spread and its permutation p-value per agent and role, against proportional opponents only."
+MARGIN = 0.10   # a spread across tiers whose 95 % interval ends below this share counts as flat
+
+def tier_finding(rows, n_perm: int = 1000, seed: int = 0, opponents: str = 'proportional',
+                 n_boot: int = 1000) -> pd.DataFrame:
+    "Tier spread, its interval and p-value, and whether it is `flat`, per agent and role, against the `opponents`."
     rows = pd.DataFrame(rows)
     prop = {a: is_proportional(a) for a in set(rows['buyer']) | set(rows['seller'])}
-    b_prop, s_prop = rows['buyer'].map(prop), rows['seller'].map(prop)
-    out = [tier_spread(rows[b_prop & s_prop], n_perm=n_perm, seed=seed).assign(proportional=True)]
-    for a in (a for a, p in prop.items() if not p):
-        mine = rows[((rows['buyer'] == a) & s_prop) | ((rows['seller'] == a) & b_prop)]
-        out.append(tier_spread(mine, n_perm=n_perm, seed=seed).query('agent == @a').assign(proportional=False))
-    return pd.concat(out, ignore_index=True).sort_values(['role', 'spread']).reset_index(drop=True)
+    if opponents == 'all':
+        out = [tier_spread(rows, n_perm, seed, n_boot=n_boot).assign(proportional=lambda t: t['agent'].map(prop))]
+    else:
+        b_prop, s_prop = rows['buyer'].map(prop), rows['seller'].map(prop)
+        out = [tier_spread(rows[b_prop & s_prop], n_perm, seed, n_boot=n_boot).assign(proportional=True)]
+        for a in (a for a, p in prop.items() if not p):
+            mine = rows[((rows['buyer'] == a) & s_prop) | ((rows['seller'] == a) & b_prop)]
+            out.append(tier_spread(mine, n_perm, seed, n_boot=n_boot).query('agent == @a').assign(proportional=False))
+    tf = pd.concat(out, ignore_index=True).assign(opponents=opponents, flat=lambda t: t['spread_hi'] < MARGIN)
+    return tf.sort_values(['role', 'spread']).reset_index(drop=True)
+
+# %% ../nbs/10b_findings.ipynb #5abe643b
+def _gap_ci(unit: np.ndarray, first: np.ndarray, x: np.ndarray, n_boot: int, seed: int) -> tuple:
+    "Mean of `x` where `first` minus where not, with a 95% interval redrawing whole units (scenarios)."
+    ids, code = np.unique(unit, return_inverse=True)
+    f = first.astype(float)
+    s1, n1 = np.bincount(code, x * f, len(ids)), np.bincount(code, f, len(ids))
+    s0, n0 = np.bincount(code, x * (1 - f), len(ids)), np.bincount(code, 1 - f, len(ids))
+    point = s1.sum() / n1.sum() - s0.sum() / n0.sum() if n1.sum() and n0.sum() else math.nan
+    if len(ids) < 2 or math.isnan(point): return point, math.nan, math.nan
+    d = np.random.default_rng(seed).integers(0, len(ids), (n_boot, len(ids)))
+    with np.errstate(invalid='ignore', divide='ignore'):
+        boot = s1[d].sum(1) / n1[d].sum(1) - s0[d].sum(1) / n0[d].sum(1)
+    return float(point), *map(float, np.nanquantile(boot, [0.025, 0.975]))
+
+# %% ../nbs/10b_findings.ipynb #9f86332f
+def _first_frame(rows) -> pd.DataFrame:
+    "One row per game and role: agent, role, scenario seed, whether it moved first, and its share."
+    rows = pd.DataFrame(rows)
+    return pd.concat([pd.DataFrame({'agent': rows[r], 'role': r, 'seed': rows['seed'],
+                                    'first': rows['first_mover'] == r, 'share': rows[f'{r}_share'].astype(float)})
+                      for r in ('buyer', 'seller')], ignore_index=True).dropna(subset=['share'])
+
+def _gap_row(agent: str, role: str, g: pd.DataFrame, n_boot: int, seed: int) -> dict:
+    "The first-mover gap of one group of `_first_frame` rows."
+    m, lo, hi = _gap_ci(g['seed'].to_numpy(), g['first'].to_numpy(), g['share'].to_numpy(), n_boot, seed)
+    return {'agent': agent, 'role': role, 'gap': m, 'lo': lo, 'hi': hi,
+            'scenarios_first': g.loc[g['first'], 'seed'].nunique(),
+            'scenarios_second': g.loc[~g['first'], 'seed'].nunique()}
+
+def first_mover_gap(rows, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    "Share moving first minus moving second per agent and role, over both roles, and pooled: CI over scenarios."
+    f = _first_frame(rows)
+    out = [_gap_row(a, r, g, n_boot, seed) for (a, r), g in f.groupby(['agent', 'role'])]
+    out += [_gap_row(a, 'both', g, n_boot, seed) for a, g in f.groupby('agent')]
+    return pd.DataFrame(out + [_gap_row('all', 'both', f, n_boot, seed)])
 
 # %% ../nbs/10b_findings.ipynb #48f7fb27
 def _ci(x: float, lo: float, hi: float, signed: bool = False) -> str:
@@ -118,23 +164,70 @@ def _finding_b(b: dict, contrast: dict | None = None) -> dict:
     return {'finding': '(b) which role of accommodating does worst?', 'measured': measured,
             'predicted': 'last in both roles, no role gap', 'agrees': bool(last and g['lo'] <= 0 <= g['hi'])}
 
+# %% ../nbs/10b_findings.ipynb #9efeb722
+def _flat_words(p: pd.DataFrame) -> str:
+    "How many of the agent-roles `p` are shown flat, and which are not."
+    rest = ', '.join(f"{r.agent} ({r.role}) {_ci(r.spread, r.spread_lo, r.spread_hi)}"
+                     for r in p[~p['flat']].itertuples())
+    n = f"{int(p['flat'].sum())} of {len(p)} proportional agent-roles flat"
+    return n + (f"; not shown flat: {rest}" if rest else '')
+
 def _finding_c(tf: pd.DataFrame) -> dict:
     p, q = tf[tf['proportional']], tf[~tf['proportional']]
-    worst, best = p.loc[p['spread'].idxmax()], q.loc[q['spread'].idxmin()]
-    measured = (f"largest proportional spread: {worst['agent']} ({worst['role']}) {worst['spread']:.3f}, "
-                f"p = {worst['p_value']:.3f}; smallest non-proportional: {best['agent']} ({best['role']}) "
-                f"{best['spread']:.3f}, p = {best['p_value']:.3f}")
-    return {'finding': '(c) proportional strategies hold across tiers', 'measured': measured,
-            'predicted': 'proportional flat, the haggler not', 'agrees': bool(best['spread'] > worst['spread'])}
+    differs = q['spread_lo'] > MARGIN
+    hag = '; '.join(f"{r.agent} ({r.role}) {_ci(r.spread, r.spread_lo, r.spread_hi)}, p = {r.p_value:.3f}"
+                    for r in q.itertuples())
+    return {'finding': f'(c) proportional strategies flat across tiers (spread < {MARGIN:.2f}), '
+                       'proportional opponents', 'measured': f"{_flat_words(p)}; non-proportional: {hag}",
+            'predicted': 'every proportional agent flat, the haggler not',
+            'agrees': bool(p['flat'].all() and differs.all())}
+
+# %% ../nbs/10b_findings.ipynb #9c229a9e
+def _finding_c_all(tf: pd.DataFrame) -> dict:
+    p = tf[tf['proportional']]
+    return {'finding': "(c′) the same against all opponents (the haggler's games included)", 'measured': _flat_words(p),
+            'predicted': "not every proportional agent flat: the haggler's tier dependence reaches its opponents",
+            'agrees': bool(not p['flat'].all())}
+
+def _finding_d(fm: pd.DataFrame) -> dict:
+    pooled = fm.query("agent == 'all'").iloc[0]
+    both = fm[(fm['role'] == 'both') & (fm['agent'] != 'all')].sort_values('gap')
+    ends = '; '.join(f"{r.agent} {_ci(r.gap, r.lo, r.hi, True)}" for r in both.iloc[[-1, 0]].itertuples())
+    return {'finding': '(d) does moving first pay? (share first minus second)',
+            'measured': f"pooled {_ci(pooled['gap'], pooled['lo'], pooled['hi'], True)} over "
+                        f"{pooled['scenarios_first']} + {pooled['scenarios_second']} scenarios; most and least: {ends}",
+            'predicted': 'no pooled effect', 'agrees': bool(pooled['lo'] <= 0 <= pooled['hi'])}
 
 # %% ../nbs/10b_findings.ipynb #5f7ec9a2
-def headline(a: dict, b: dict, tf: pd.DataFrame, b_contrast: dict | None = None) -> pd.DataFrame:
-    "The three findings in one table: what was measured (95 % CI), what the design predicts, and whether they agree."
-    return pd.DataFrame([_finding_a(a), _finding_b(b, b_contrast), _finding_c(tf)])
+def headline(a: dict, b: dict, tf: pd.DataFrame, b_contrast: dict | None = None, tf_all: pd.DataFrame | None = None,
+             fm: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The findings in one table: what was measured (95 % CI over scenarios), what the design predicts, and whether
+    they agree; (c′) and (d) when their tables are given."""
+    out = [_finding_a(a), _finding_b(b, b_contrast), _finding_c(tf)]
+    out += [_finding_c_all(tf_all)] if tf_all is not None else []
+    return pd.DataFrame(out + ([_finding_d(fm)] if fm is not None else []))
 
 def headline_markdown(table: pd.DataFrame) -> str:
     "The headline table as GitHub markdown."
-    lines = ['| finding | measured (95 % CI) | our design predicts | agrees |', '|---|---|---|---|']
+    lines = ['| finding | measured (95 % CI over scenarios) | our design predicts | agrees |', '|---|---|---|---|']
     rows = table.itertuples()
     lines += [f"| {r.finding} | {r.measured} | {r.predicted} | {'yes' if r.agrees else 'no'} |" for r in rows]
     return '\n'.join(lines)
+
+# %% ../nbs/10b_findings.ipynb #5f06ee5d
+FINDING_AGENTS = ('boulware', 'linear', 'conceder', 'accommodating')
+
+def findings_table(rows, n_boot: int = 1000, seed: int = 0, contrast_games_per_pair: int = 30) -> pd.DataFrame | None:
+    "The headline table of a run whose agents allow every finding, or None."
+    from bilateral.metrics import game_row
+    from bilateral.tournament import round_robin
+    rows = pd.DataFrame(rows)
+    agents = sorted(set(rows['buyer']) | set(rows['seller']))
+    prop = [is_proportional(a) for a in agents]
+    if not (set(FINDING_AGENTS) <= set(agents) and any(prop) and not all(prop)): return None
+    high = (accommodating_roles(pd.DataFrame([game_row(r) for r in round_robin(
+        agents, contrast_games_per_pair, 'list-high', seed)]), n_boot=n_boot, seed=seed)
+        if contrast_games_per_pair else None)
+    return headline(trade_off(rows, n_boot, seed), accommodating_roles(rows, n_boot=n_boot, seed=seed),
+                    tier_finding(rows, n_boot, seed, n_boot=n_boot), high,
+                    tier_finding(rows, n_boot, seed, 'all', n_boot), first_mover_gap(rows, n_boot, seed))

@@ -381,9 +381,10 @@ def aggregate(roles: pd.DataFrame,                         # the role table (`ro
 _ROLE_ORDER = {'buyer': 0, 'seller': 1, 'both': 2}
 
 def _self_baseline(rt: pd.DataFrame) -> dict[str, float]:
-    "Mean share per role over the self-play games (buyer spec equals seller spec); missing without any."
+    "Per role, the median over agents of each one's mean self-play share (buyer spec equals seller spec)."
     own = rt[rt['agent'] == rt['opponent']]
-    return {r: float(own.loc[own['role'] == r, 'share'].mean()) for r in ('buyer', 'seller')}
+    per = own.groupby(['role', 'agent'])['share'].mean()
+    return {r: float(per[r].median()) if r in per.index.get_level_values(0) else math.nan for r in ('buyer', 'seller')}
 
 # %% ../nbs/07_metrics.ipynb #adcfcd88
 def _with_vs_self(agg: pd.DataFrame, rt: pd.DataFrame, by: tuple, base: dict) -> pd.DataFrame:

@@ -23,6 +23,7 @@ from .metrics import leaderboard
 from . import plots
 from .view import write_view, run_info
 from .analysis import paired_comparison, bradley_terry, breakdown, behaviour, tier_spread, sanity
+from .findings import findings_table, headline_markdown
 
 # %% auto #0
 __all__ = ['MAX_BOOT', 'TINY_SPEC', 'BASE_SPEC', 'PROFILES', 'EXPERIMENTS', 'report_tables', 'report_figures', 'write_report',
@@ -76,8 +77,13 @@ def _summary(rows: pd.DataFrame, info: dict, tables: dict, figs: dict, page: Pat
 # %% ../nbs/12_report.ipynb #977f3082
 MAX_BOOT = 100_000
 
+def _write_findings(table: pd.DataFrame, run_dir: Path):
+    "The findings table as RUN/findings.md and RUN/findings.csv."
+    (run_dir / 'findings.md').write_text(headline_markdown(table) + '\n')
+    table.to_csv(run_dir / 'findings.csv', index=False)
+
 def write_report(run_dir: str | Path, n_boot: int = 1000, figures: bool = True) -> dict:
-    "Regenerate tables, figures and exports of a run from its store."
+    "Regenerate tables, findings (where the agents allow them), figures and exports of a run from its store."
     run_dir = Path(run_dir)
     if not 10 <= n_boot <= MAX_BOOT: raise ConfigError(f'n_boot must be 10 to {MAX_BOOT:,}, got {n_boot}')
     if not run_dir.is_dir(): raise StoreError(f'not a directory: {run_dir}')
@@ -86,6 +92,8 @@ def write_report(run_dir: str | Path, n_boot: int = 1000, figures: bool = True) 
         if rows.empty: raise StoreError(f'the store in {run_dir} holds no games yet')
         tables = report_tables(rows, n_boot)
         _write_tables(tables, run_dir / 'tables')
+        found = findings_table(rows, n_boot)
+        if found is not None: _write_findings(found, run_dir)
         figs = report_figures(store, rows, tables, run_dir / 'figures', n_boot) if figures else {}
         page = write_view(run_dir, n_boot=min(n_boot, 200), tables=tables) if figures else None
         exports = store.export(run_dir)

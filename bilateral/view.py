@@ -323,8 +323,9 @@ def _page_body(data: dict) -> str:
     "The page's skeleton: the script fills it from the data."
     title = _esc(', '.join(map(display_name, (data['run']['spec'] or {}).get('agents', []))))
     charts = ''.join(f'<div class="card" id="chart-{k}"></div>' for k in data['charts'] if k != 'pairs')
-    note = ('each agent in each role and over both roles (both): surplus share with its 95% bootstrap interval '
-            '(share_lo, share_hi); vs_self, the share minus the mean share of the self-play games in that role (the '
+    note = ('each agent in each role and over both roles (both): surplus share with its 95% interval over '
+            'scenarios (share_lo, share_hi; scenarios: how many lie behind the row); vs_self, the share minus the '
+            "median agent's self-play share in that role (the "
             "baseline's own uncertainty not included); gain_list, the gain over the listing price, robust where a "
             'tiny ZOPA makes shares explode; games that could not be played are not in it')
     return (f'<main class="bilateral"><h1>bilateral run</h1><p class="muted">{title}</p>'
