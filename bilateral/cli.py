@@ -33,6 +33,7 @@ __all__ = ['SEED', 'CliError', 'Incomplete', 'cmd_agents', 'cmd_run', 'cmd_tourn
 # %% ../nbs/13_cli.ipynb #ca6d725b
 class CliError(Exception): "A usage error, reported in one line."
 
+# %% ../nbs/13_cli.ipynb #46e0c026
 class Incomplete(Exception):
     "A command that did its work but left some of it undone: its output, then one line on stderr, exit 3."
     def __init__(self, output: str, message: str):
@@ -44,7 +45,11 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message): raise CliError(message)
 
 # %% ../nbs/13_cli.ipynb #219290d3
-def _number(kind: type, lo: float | None = None, hi: float | None = None, above: bool = False):
+def _number(kind: type,               # int or float: what the text must read as
+            lo: float | None = None,  # the least value allowed (None: no lower bound)
+            hi: float | None = None,  # the greatest value allowed (None: no upper bound)
+            above: bool = False,      # `lo` itself not allowed
+           ):
     "An argparse type: a finite number of `kind` in the range [lo, hi] (above `lo` when `above`)."
     o = Opt(kind, lo, hi, above=above)
     def read(text: str):
@@ -93,6 +98,7 @@ def cmd_agents(a) -> str:
     kinds = sorted(load_agent_kinds().values(), key=lambda k: (not k.ladder, 0 if k.ladder else k.name))
     return '\n'.join(line for k in kinds for line in _kind_lines(k))
 
+# %% ../nbs/13_cli.ipynb #e1d77f75
 def _add_agents(sub):
     sub.add_parser('agents', help='list agent names').set_defaults(fn=cmd_agents)
 
@@ -129,6 +135,7 @@ def cmd_run(a) -> str:
             'ended_by']
     return dumps(nan_to_none({k: row[k] for k in keys}))
 
+# %% ../nbs/13_cli.ipynb #10ec45ee
 def _add_run(sub):
     r = sub.add_parser('run', help='play one game')
     r.add_argument('--buyer', required=True)
@@ -229,6 +236,7 @@ def cmd_report(a) -> str:
              f"{len(rep['figures'])} figures to {d / 'figures'}")
     return gap + head + ratings + wrote + (f", the page {rep['page']}" if rep['page'] else '')
 
+# %% ../nbs/13_cli.ipynb #e3bfb8c7
 def _add_report(sub):
     rp = sub.add_parser('report', help='tables and figures of a run directory')
     rp.add_argument('run_dir', type=_path)
@@ -245,6 +253,7 @@ def cmd_view(a) -> str:
     p = write_view(a.run_dir, a.out, n_boot=a.n_boot)
     return f'wrote {p} ({p.stat().st_size / 1e6:.1f} MB): open it in a browser, no network needed'
 
+# %% ../nbs/13_cli.ipynb #8d417a7a
 def _add_view(sub):
     v = sub.add_parser('view', help='one self-contained HTML page of a run: leaderboard, charts, every game')
     v.add_argument('run_dir', type=_path)
@@ -266,6 +275,7 @@ def cmd_reproduce(a) -> str:
         out += [f"\n{stage['name'] or 'main'} stage ({d / stage['name']}):", format_leaderboard(lb, display_name)]
     return '\n'.join(out)
 
+# %% ../nbs/13_cli.ipynb #32adf50b
 def _add_reproduce(sub):
     rr = sub.add_parser('reproduce', help='run the experiment notebooks of a profile through papermill')
     rr.add_argument('--profile', default='offline', choices=['smoke', 'offline', 'paper'])
@@ -287,6 +297,7 @@ def cmd_play(a) -> str:
     r = play(_scenario(a), b, s, rules, a.seed)
     return '\n' + format_game(r)
 
+# %% ../nbs/13_cli.ipynb #c017d856
 def _add_play(sub):
     h = sub.add_parser('play', help='play a game yourself in the terminal')
     h.add_argument('--role', default='buyer', choices=['buyer', 'seller'])
@@ -307,6 +318,7 @@ def cmd_tiny(a) -> str:
     rep['tool_calls'] = tool_call_rate(f'hf:{a.dir}?window={TINY_WINDOW}', n_games=a.eval_games)
     return json.dumps(rep, indent=1)
 
+# %% ../nbs/13_cli.ipynb #79625698
 def _add_tiny(sub):
     from bilateral.sft import build_tiny_model
     d = {k: p.default for k, p in inspect.signature(build_tiny_model).parameters.items()}
@@ -389,6 +401,7 @@ def _labelled(items: list[str]) -> dict:
     if bad: raise CliError(f'--model takes LABEL=SPEC, got {bad[0]!r}')
     return dict(x.split('=', 1) for x in items)
 
+# %% ../nbs/13_cli.ipynb #3745aa7f
 def cmd_evaluate(a) -> str:
     "Play labelled models against the training opponents and unseen ones; write and print the comparison."
     from bilateral.evaluate import evaluate

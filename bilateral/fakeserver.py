@@ -51,7 +51,13 @@ def _tool_call(i: int, name, args) -> dict:
             'function': {'name': name, 'arguments': args if isinstance(args, str) else json.dumps(args)}}
 
 # %% ../nbs/06b_fakeserver.ipynb #d3f8b2a7
-def completion(model: str, content, calls, finish='tool_calls', n_in=10, n_out=5) -> dict:
+def completion(model: str,           # the model name the reply carries
+               content,              # the text of the reply (None: none)
+               calls,                # [(tool name, arguments as a dict or JSON text)]
+               finish='tool_calls',  # the finish reason (`stop` when there is no call)
+               n_in=10,              # prompt tokens in the usage report
+               n_out=5,              # completion tokens in the usage report
+              ) -> dict:
     tcs = [_tool_call(i, n, a) for i, (n, a) in enumerate(calls)]
     msg = {'role': 'assistant', 'content': content}
     if tcs: msg['tool_calls'] = [{k: v for k, v in t.items() if v is not None} for t in tcs]
@@ -100,6 +106,7 @@ async def _hang():
     yield '{"id": "cmpl-1", "object": "chat.completion", "choices": ['
     await asyncio.sleep(3600)
 
+# %% ../nbs/06b_fakeserver.ipynb #f03da7ba
 async def _trickle(body: str, every: float = 0.25):
     for ch in body:
         yield ch

@@ -126,6 +126,7 @@ def _show(self: HumanAgent, obs: Observation):
     self.say(self.status)
     if st.get('game_over'): self._over(st['game_over'])
 
+# %% ../nbs/06e_human.ipynb #cd59b16d
 @patch
 def _over(self: HumanAgent, o):
     "The outcome, in one line."
@@ -142,6 +143,7 @@ async def act(self: HumanAgent, obs: Observation) -> list[ToolCall]:
         if calls: return calls
         self.say(HELP if hint in ('help', '?') else self.status if hint == 'status' else hint)
 
+# %% ../nbs/06e_human.ipynb #06942ff9
 @patch
 async def finish(self: HumanAgent, obs: Observation):
     self._show(obs)

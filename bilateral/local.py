@@ -48,6 +48,7 @@ class Prefix(NamedTuple):
     ids: np.ndarray
     kv: list
 
+# %% ../nbs/06c_local.ipynb #5a2cbe12
 def common_prefix(a, b) -> int:
     "How many leading token ids two sequences share."
     n = min(len(a), len(b))
@@ -84,7 +85,11 @@ def _left_pad(xs: list, c: int):
 
 # %% ../nbs/06c_local.ipynb #c5c20fb4
 @patch
-def past(self: PrefixCache, hits: list, keep: list, c: int):
+def past(self: PrefixCache,
+         hits: list,  # each row's `lookup`: (tokens reused, kept prompt or None)
+         keep: list,  # each row's kept tokens (`batch_layout`)
+         c: int,      # the kept columns
+        ):
     "A cache of `c` columns holding each row's first `keep` tokens from its kept prompt."
     from transformers import DynamicCache
     ps = [p if k else None for (_, p), k in zip(hits, keep)]
@@ -92,8 +97,14 @@ def past(self: PrefixCache, hits: list, keep: list, c: int):
               for l in range(len(next(p for p in ps if p).kv))]
     return DynamicCache(ddp_cache_data=layers, config=self.model.config)
 
+# %% ../nbs/06c_local.ipynb #7c21ecb6
 @patch
-def remember(self: PrefixCache, cache, rows: list, hits: list, end: int):
+def remember(self: PrefixCache,
+             cache,       # the cache `generate` returned
+             rows: list,  # each row's prompt token ids
+             hits: list,  # each row's `lookup`
+             end: int,    # the column where the prompts end (c + m)
+            ):
     "Keep each row's prompt (its last `len(row)` columns before `end`) instead of the kept prompt it extends."
     if not self.size: return
     done = {id(p) for n, p in hits if p is not None and n >= len(p.ids) - 1}
@@ -105,7 +116,11 @@ def remember(self: PrefixCache, cache, rows: list, hits: list, end: int):
 
 # %% ../nbs/06c_local.ipynb #17ec9961
 @patch
-def generate(self: PrefixCache, rows: list, pad: int, **kwargs) -> tuple:
+def generate(self: PrefixCache,
+             rows: list,  # each row's prompt token ids
+             pad: int,    # the pad token id
+             **kwargs,    # the rest of the model's `generate` arguments
+            ) -> tuple:
     "(ids [rows, w + generated], w) for token id `rows`, left-padded with `pad` to width w; `kwargs` go to generate."
     import torch
     hits = [self.lookup(r) for r in rows]
@@ -122,7 +137,10 @@ def generate(self: PrefixCache, rows: list, pad: int, **kwargs) -> tuple:
     return out.sequences, c + m
 
 # %% ../nbs/06c_local.ipynb #82dc4dbd
-def prefix_generation(model, size: int, version=lambda: 0) -> PrefixCache:
+def prefix_generation(model,              # a model whose `generate` is replaced
+                      size: int,          # the prompts kept
+                      version=lambda: 0,  # what changes when the weights change (a trainer's step)
+                     ) -> PrefixCache:
     "Send `model.generate(input_ids, attention_mask, ...)` through a `PrefixCache`, emptied when `version()` changes."
     import torch
     pc, seen = PrefixCache(model, size, model.generate), [version()]
@@ -173,16 +191,7 @@ def _run(self: LocalModel, batch) -> list:
     self.batches += 1
     return [self._decode(row, len(r)) for row, r in zip(out[:, w:], rows)]
 
-# %% ../nbs/06c_local.ipynb #ff062638
-@patch
-async def generate(self: LocalModel, messages: list, tools: list, max_new_tokens: int = 96,
-                   temperature: float = 0.0) -> tuple[str, int, int]:
-    "(generated text, prompt tokens, generated tokens) for one conversation."
-    fut = asyncio.get_running_loop().create_future()
-    await self.queue.put((messages, tools, max_new_tokens, temperature, fut))
-    if self.worker is None or self.worker.done(): self.worker = asyncio.create_task(self._serve())
-    return await fut
-
+# %% ../nbs/06c_local.ipynb #732e0199
 @patch
 async def _serve(self: LocalModel):
     while not self.queue.empty():
@@ -195,10 +204,27 @@ async def _serve(self: LocalModel):
         for out, (*_, fut) in zip(outs, batch):
             if not fut.done(): fut.set_result(out)
 
+# %% ../nbs/06c_local.ipynb #ff062638
+@patch
+async def generate(self: LocalModel,
+                   messages: list,            # the conversation, OpenAI-style
+                   tools: list,               # the tools, in the OpenAI `tools=` format
+                   max_new_tokens: int = 96,  # the most tokens to generate
+                   temperature: float = 0.0,  # 0: greedy; above: sampled (a batch samples at its highest)
+                  ) -> tuple[str, int, int]:
+    "(generated text, prompt tokens, generated tokens) for one conversation."
+    fut = asyncio.get_running_loop().create_future()
+    await self.queue.put((messages, tools, max_new_tokens, temperature, fut))
+    if self.worker is None or self.worker.done(): self.worker = asyncio.create_task(self._serve())
+    return await fut
+
 # %% ../nbs/06c_local.ipynb #d10e73b1
 _MODELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
-def local_model(path: str, batch_size: int = 16, cache: int | None = None) -> LocalModel:
+def local_model(path: str,                 # the model folder
+                batch_size: int = 16,      # the most conversations a batch generates
+                cache: int | None = None,  # the prompts kept (None: four times the batch size)
+               ) -> LocalModel:
     "The shared `LocalModel` of this event loop for a folder."
     pool = _MODELS.setdefault(asyncio.get_running_loop(), {})
     if path not in pool: pool[path] = LocalModel(path, batch_size, cache)
@@ -231,6 +257,7 @@ async def complete(self: LocalAgent, messages, tools) -> Reply:
     content, calls = parse_tool_calls(text)
     return Reply(content, calls, 'tool_calls' if calls else 'stop', n_in, n_out, time.perf_counter() - t0)
 
+# %% ../nbs/06c_local.ipynb #54de593e
 @patch
 def info(self: LocalAgent) -> dict:
     return {'model': self.path, 'endpoint': 'local', 'prompt': PROMPT_NAME, 'prompt_hash': prompt_hash(),

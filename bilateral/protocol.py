@@ -165,12 +165,14 @@ class Kind(NamedTuple):
     json_type: str
     check: Callable
 
+# %% ../nbs/02_protocol.ipynb #979bd6ae
 def _price(name, x, lim):
     if type(x) is float and 0 < x <= lim.max_price / 100: p = x       # the common case; in full below otherwise
     else: p = _number(name, x, 0, lim.max_price / 100, 'dollars')
     if (c := round(p * 100)) < 1: raise ToolError('out_of_range', f'{name} must be at least $0.01, got {p:g}')
     return c
 
+# %% ../nbs/02_protocol.ipynb #a8dc6d56
 def _message(name, x, lim):
     if not _text(name, x, lim.max_text).strip(): raise ToolError('out_of_range', f'{name} must not be empty')
     return x
@@ -187,6 +189,7 @@ def _arg_docs(doc: str) -> dict[str, str]:
     m = re.search(r'Args:\n(.*)', doc or '', re.S)
     return dict(re.findall(r'^\s+(\w+): (.+)$', m.group(1), re.M)) if m else {}
 
+# %% ../nbs/02_protocol.ipynb #604e0600
 @dataclass(frozen=True)
 class Tool:
     "One tool: its function, the kinds of its fields, and whether calling it ends the caller's turn."
@@ -215,6 +218,7 @@ def from_fn(cls: Tool, fn, ends_turn: bool = False) -> Tool:
     single = next(iter(req)) if len(req) == 1 else None
     return cls(fn.__name__, fn, fields, req, ends_turn, description, _arg_docs(doc), offers, single)
 
+# %% ../nbs/02_protocol.ipynb #43359e0d
 @patch
 def schema(self: Tool) -> dict:
     "The OpenAI function-tool schema."
@@ -233,6 +237,7 @@ def tool(ends_turn: bool = False):
         return fn
     return register
 
+# %% ../nbs/02_protocol.ipynb #0be3233b
 def openai_tools() -> list[dict]:
     "All tools in the OpenAI `tools=` format, in name order."
     return [TOOLS[n].schema() for n in sorted(TOOLS)]
@@ -344,8 +349,10 @@ def _pairs(pairs):
         d[k] = v
     return d
 
+# %% ../nbs/02_protocol.ipynb #2ddcbcde
 def _const(name): raise ToolError('not_finite', f'{name} is not a finite number')
 
+# %% ../nbs/02_protocol.ipynb #6b26776e
 def _float(s):
     x = float(s)
     if not math.isfinite(x): raise ToolError('not_finite', f'{s} is not a finite number')
@@ -393,6 +400,7 @@ def _jsonish(x, depth: int = 0):
     if isinstance(x, (list, tuple)): return [_jsonish(v, depth + 1) for v in x]
     return {'__python__': type(x).__name__}
 
+# %% ../nbs/02_protocol.ipynb #2344a021
 def plain_arguments(raw):
     "Arguments as they are stored and replayed: a string or pure-JSON value as it is; anything else as JSON text."
     if type(raw) is str or _plain(raw): return raw
@@ -409,7 +417,11 @@ def _fields(tool: Tool, args: dict, limits: Limits) -> dict:
         raise ToolError('missing_field', f'{tool.name} needs {sorted(tool.required - args.keys())[0]!r}')
     return {k: tool.fields[k].check(k, args[k], limits) for k in keys}
 
-def check_call(name: str, raw: str | dict, limits: Limits = Limits()) -> tuple[Tool, dict]:
+# %% ../nbs/02_protocol.ipynb #12a346d8
+def check_call(name: str,                  # the tool's name
+               raw: str | dict,            # its arguments: JSON text, or a dict from a scripted agent
+               limits: Limits = Limits(),  # the game's limits on prices, waits and texts
+              ) -> tuple[Tool, dict]:
     "(tool, clean arguments) of a call to tool `name`, or `ToolError` with a stable code; never any other exception."
     tool = TOOLS.get(name) if type(name) is str else None
     if tool is None: raise ToolError('unknown_tool', f'no tool named {_show(name)}; tools: {", ".join(TOOLS)}')
@@ -424,6 +436,10 @@ def check_call(name: str, raw: str | dict, limits: Limits = Limits()) -> tuple[T
         raise ToolError('too_long', f'the arguments are longer than {limits.max_arguments} characters')
     return tool, _fields(tool, raw if type(raw) is dict else parse_arguments(raw), limits)
 
-def validate_call(name: str, raw: str | dict, limits: Limits = Limits()) -> dict:
+# %% ../nbs/02_protocol.ipynb #ad4408e2
+def validate_call(name: str,                  # the tool's name
+                  raw: str | dict,            # its arguments: JSON text, or a dict from a scripted agent
+                  limits: Limits = Limits(),  # the game's limits on prices, waits and texts
+                 ) -> dict:
     "Clean arguments of a call to tool `name`, or `ToolError` with a stable code; never any other exception."
     return check_call(name, raw, limits)[1]

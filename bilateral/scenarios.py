@@ -155,8 +155,13 @@ def _by_tier(catalogue: tuple[Item, ...], tiers: Tiers) -> dict[str, list[Item]]
     return groups
 
 # %% ../nbs/01_scenarios.ipynb #8b1f5c2a
-def make_scenario(item: Item, preset: str = DEFAULT_PRESET, seed: int = 0, tiers: Tiers = Tiers(),
-                  zopa_width: float | None = None, index: int = 0) -> Scenario:
+def make_scenario(item: Item,                       # the item for sale
+                  preset: str = DEFAULT_PRESET,     # the value model (a name in `PRESETS`)
+                  seed: int = 0,                    # the run's seed
+                  tiers: Tiers = Tiers(),           # the listing-price tiers
+                  zopa_width: float | None = None,  # a fixed ZOPA width (v - c) / L, not the preset's
+                  index: int = 0,                   # the scenario's index in the run (its own stream)
+                 ) -> Scenario:
     "The scenario of one item under a value model, drawn from its own seeded stream."
     rng = random.Random(derive_seed(seed, 'values', index, item.id))
     v, c = value_model(preset, zopa_width)(item, rng)
@@ -166,8 +171,14 @@ def make_scenario(item: Item, preset: str = DEFAULT_PRESET, seed: int = 0, tiers
     return Scenario(item, v, c, tiers.of(item.listing_price), name)
 
 # %% ../nbs/01_scenarios.ipynb #a1e5b7c9
-def sample_scenarios(n: int, preset: str = DEFAULT_PRESET, seed: int = 0, catalogue: tuple[Item, ...] | None = None,
-                     tiers: Tiers = Tiers(), zopa_width: float | None = None, stratify: bool = True) -> list[Scenario]:
+def sample_scenarios(n: int,                                     # how many
+                     preset: str = DEFAULT_PRESET,               # the value model (a name in `PRESETS`)
+                     seed: int = 0,                              # the run's seed
+                     catalogue: tuple[Item, ...] | None = None,  # the items (None: the shipped ones)
+                     tiers: Tiers = Tiers(),                     # the listing-price tiers
+                     zopa_width: float | None = None,            # a fixed ZOPA width (v - c) / L, not the preset's
+                     stratify: bool = True,                      # cycle through the tiers low, mid, high
+                    ) -> list[Scenario]:
     "`n` reproducible scenarios; scenario `i` depends only on the seed, `i` and the preset."
     catalogue = in_band(catalogue or default_catalogue(), preset)
     groups = _by_tier(catalogue, tiers)
@@ -180,7 +191,10 @@ def sample_scenarios(n: int, preset: str = DEFAULT_PRESET, seed: int = 0, catalo
     return out
 
 # %% ../nbs/01_scenarios.ipynb #a0ad132d
-def zopa_bucket(sc: Scenario, narrow: float = 0.2, wide: float = 0.5) -> str:
+def zopa_bucket(sc: Scenario,         # the scenario
+                narrow: float = 0.2,  # below this (v - c) / L: narrow
+                wide: float = 0.5,    # from this on: wide
+               ) -> str:
     "none / narrow / medium / wide, by (v - c) / L."
     if not sc.has_zopa: return 'none'
     rel = sc.zopa / sc.item.listing_price

@@ -174,7 +174,11 @@ def _grows(old_spec: dict, spec: dict, diff: list[str]) -> bool:
 
 # %% ../nbs/08_store.ipynb #dfb67d13
 @patch
-def claim(self: Store, defining: dict, spec: dict, extend: bool = False) -> None:
+def claim(self: Store,
+          defining: dict,        # the part of the spec that fixes what each game is: never changes
+          spec: dict,            # the whole spec: agents and numbers of games too
+          extend: bool = False,  # accept a spec that only adds agents or games
+         ) -> None:
     """Bind the store to one run: refuse a spec that defines other games, or plays other agents or numbers of games;
     with `extend`, accept a spec that only adds agents or games to the stored one."""
     defining, spec = json.loads(dumps(defining)), json.loads(dumps(spec))
@@ -195,8 +199,14 @@ def claim(self: Store, defining: dict, spec: dict, extend: bool = False) -> None
 def _z(obj) -> bytes | None: return None if obj is None else zlib.compress(dumps(obj).encode(), 1)
 
 # %% ../nbs/08_store.ipynb #11990423
-def encode_game(game_id: str, buyer: str, seller: str, scenario_index: int, row: dict, transcript: dict,
-                messages: dict | None = None) -> tuple:
+def encode_game(game_id: str,                  # the game's id
+                buyer: str,                    # the buyer's spec
+                seller: str,                   # the seller's spec
+                scenario_index: int,           # the scenario's index in the run
+                row: dict,                     # the game's measures (`metrics.game_row`)
+                transcript: dict,              # the engine's transcript
+                messages: dict | None = None,  # the agents' own conversations, if they kept any
+               ) -> tuple:
     "The values of the `games` row of one finished game: plain data that any process can make and send."
     return (game_id, buyer, seller, scenario_index, row['seed'], row['tier'], row['zopa_width'], int(row['deal']),
             row['end_reason'], dumps(nan_to_none(row)), _z(transcript), _z(messages), time.time())
@@ -213,8 +223,15 @@ def add_encoded(self: Store, values: tuple) -> bool:
 
 # %% ../nbs/08_store.ipynb #d373ae11
 @patch
-def add(self: Store, game_id: str, buyer: str, seller: str, scenario_index: int, row: dict, transcript: dict,
-        messages: dict | None = None) -> bool:
+def add(self: Store,
+        game_id: str,                  # the game's id
+        buyer: str,                    # the buyer's spec
+        seller: str,                   # the seller's spec
+        scenario_index: int,           # the scenario's index in the run
+        row: dict,                     # the game's measures (`metrics.game_row`)
+        transcript: dict,              # the engine's transcript
+        messages: dict | None = None,  # the agents' own conversations, if they kept any
+       ) -> bool:
     "Store one finished game in its own transaction; False if it was already there."
     return self.add_encoded(encode_game(game_id, buyer, seller, scenario_index, row, transcript, messages))
 
@@ -252,8 +269,14 @@ def messages(self: Store, game_id: str) -> dict | None:
 
 # %% ../nbs/08_store.ipynb #fc5717d0
 @patch
-def add_failure(self: Store, game_id: str, buyer: str, seller: str, scenario_index: int, failure: dict,
-                transcript: dict | None = None) -> None:
+def add_failure(self: Store,
+                game_id: str,                    # the game's id
+                buyer: str,                      # the buyer's spec
+                seller: str,                     # the seller's spec
+                scenario_index: int,             # the scenario's index in the run
+                failure: dict,                   # why: {'role', 'cause', 'message', 'fatal'}
+                transcript: dict | None = None,  # what was played before it failed, if anything
+               ) -> None:
     "Record that a game could not be played (it stays unplayed and unscored; `attempts` counts the tries)."
     self.con.execute(
         """INSERT INTO failures VALUES (?,?,?,?,?,?,?,?,1,?,?) ON CONFLICT(game_id) DO UPDATE SET role=excluded.role,

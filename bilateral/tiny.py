@@ -79,7 +79,12 @@ def train_tokenizer(conversations, vocab_size: int = 2048):
     return tok
 
 # %% ../nbs/06d_tiny.ipynb #eebcef28
-def build_model(tok, hidden: int = 128, layers: int = 4, heads: int = 4, seed: int = 0):
+def build_model(tok,                # the tokenizer: its vocabulary, end-of-turn and pad tokens
+                hidden: int = 128,  # the hidden size
+                layers: int = 4,    # decoder layers
+                heads: int = 4,     # attention heads (half as many key-value heads)
+                seed: int = 0,      # the initial weights' seed
+               ):
     "A tiny Qwen3 for a tokenizer."
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
