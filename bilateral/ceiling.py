@@ -15,12 +15,12 @@ from .engine import Engine, GameResult
 from .agents import Agent, make_agent
 from .play import play, run_sync
 from .strategies import LADDER, Accommodating, Haggler, Hardliner, Split, TimeDependent, TitForTat
-from .metrics import outcome_metrics
+from .metrics import aggregate, outcome_metrics, role_table
 from .scenarios import default_catalogue, in_band
 from .tournament import GameTask, TournamentSpec, plan as tournament_plan
 
 # %% auto #0
-__all__ = ['Plan', 'Planned', 'play_plan', 'share_of', 'best_response', 'scenario_tasks', 'ceiling_table']
+__all__ = ['Plan', 'Planned', 'play_plan', 'share_of', 'best_response', 'scenario_tasks', 'ceiling_table', 'regret_table']
 
 # %% ../nbs/10c_ceiling.ipynb #b9d21430
 @dataclass(frozen=True)
@@ -227,3 +227,21 @@ def ceiling_table(games,                        # a TournamentSpec, its GameTask
                              'price': None if plan.price is None else plan.price / 100, 'turns': len(plan.steps),
                              'plan': plan.steps})
     return pd.DataFrame(rows)
+
+# %% ../nbs/10c_ceiling.ipynb #a59f753b
+def regret_table(rows,                 # game rows (`Store.rows`, `metrics.game_row`)
+                 n_boot: int = 1000,   # bootstrap resamples per interval
+                 seed: int = 0,        # the bootstrap's seed
+                 ceilings: pd.DataFrame | None = None,   # a `ceiling_table` of these rows, if already computed
+                ) -> pd.DataFrame:
+    "Per agent and role against ladder opponents: ceiling, share, regret (ceiling - share), CIs over scenarios."
+    rows = pd.DataFrame(rows)
+    opps = sorted((set(rows['buyer']) | set(rows['seller'])) & set(LADDER))
+    cols = ['agent', 'role', 'games', 'scenarios', 'thin'] + [f'{m}{s}' for m in ('ceiling', 'share', 'regret')
+                                                               for s in ('', '_lo', '_hi')]
+    if not opps: return pd.DataFrame(columns=cols)
+    ceilings = ceiling_table(rows, opps) if ceilings is None else ceilings
+    exact = ceilings.loc[ceilings['method'] == 'exact', ['opponent', 'role', 'seed', 'ceiling']]
+    rt = role_table(rows).merge(exact, on=['opponent', 'role', 'seed'])
+    rt['regret'] = rt['ceiling'] - rt['share'].astype(float)
+    return aggregate(rt, ('agent', 'role'), ['ceiling', 'share', 'regret'], n_boot, seed)[cols]

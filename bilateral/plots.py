@@ -13,12 +13,12 @@ import numpy as np
 import pandas as pd
 import altair as alt
 from .engine import offers
-from .metrics import role_table, aggregate
+from .metrics import role_table, aggregate, MIN_SCENARIOS
 
 # %% auto #0
-__all__ = ['BANDS', 'ROLE_ORDER', 'ZOPA_ORDER', 'FIGURES', 'save_chart', 'offers_frame', 'price_path_chart', 'path_games',
-           'agent_order', 'leaderboard_chart', 'tier_chart', 'concession_curves', 'concession_chart', 'deal_rate_chart',
-           'learning_curve_chart', 'RunData', 'Figure', 'figure', 'draw_figures']
+__all__ = ['BANDS', 'ROLE_ORDER', 'ZOPA_ORDER', 'FIGURES', 'PATHS_NOTE', 'save_chart', 'offers_frame', 'price_path_chart',
+           'path_games', 'agent_order', 'leaderboard_chart', 'tier_chart', 'concession_curves', 'concession_chart',
+           'deal_rate_chart', 'learning_curve_chart', 'RunData', 'Figure', 'figure', 'draw_figures']
 
 # %% ../nbs/11_plots.ipynb #5f496132
 def save_chart(chart: alt.TopLevelMixin, stem: str | Path, scale: float = 2.0) -> dict:
@@ -163,24 +163,34 @@ def concession_curves(transcripts, bins: int = 10) -> pd.DataFrame:
 
 # %% ../nbs/11_plots.ipynb #ef9db2a4
 def concession_chart(curves: pd.DataFrame) -> alt.FacetChart:
-    "Mean normalised concession against normalised time per agent, one panel per role."
+    "Mean normalised concession against normalised time per agent, one panel per role; games behind each line."
     x = alt.X('time:Q', title='time / deadline', scale=alt.Scale(domain=[0, 1]))
     y = alt.Y('concession:Q', title='concession toward own reservation')
     tip = ['agent', 'role', 'time', alt.Tooltip('concession:Q', format='.3f'), 'games']
     lines = alt.Chart(curves).mark_line(point=True).encode(x=x, y=y, color='agent:N', tooltip=tip)
-    return lines.properties(width=240, height=200).facet(column=alt.Column('role:N', title=None))
+    n = curves.groupby(['agent', 'role'])['games'].max()
+    note = (f'mean over {n.min():,} to {n.max():,} games per agent and role (last offer carried forward); '
+            'no intervals: a mean path, not a test') if len(n) else ''
+    return lines.properties(width=240, height=200).facet(column=alt.Column('role:N', title=None)).properties(
+        title=alt.TitleParams('Concession over time', subtitle=note))
 
 # %% ../nbs/11_plots.ipynb #6196636f
 ZOPA_ORDER = ['none', 'narrow', 'medium', 'wide']
 
 def deal_rate_chart(rows, n_boot: int = 1000) -> alt.FacetChart:
-    "Deal rate by ZOPA width per agent, with intervals, one panel per role."
+    "Deal rate by ZOPA width per agent, intervals over scenarios, each bin with its scenarios; a panel a role."
     agg = aggregate(role_table(rows), by=('agent', 'role', 'zopa_width'), measures=['deal'], n_boot=n_boot)
-    x = alt.X('zopa_width:N', sort=ZOPA_ORDER, title='ZOPA width')
-    base = alt.Chart(agg).encode(x=x, color='agent:N', xOffset='agent:N')
+    n = agg.groupby('zopa_width')['scenarios'].max()
+    agg['bin'] = agg['zopa_width'].map(lambda w: f'{w} ({n[w]} scenarios)')
+    order = [f'{w} ({n[w]} scenarios)' for w in ZOPA_ORDER if w in n]
+    base = alt.Chart(agg).encode(x=alt.X('bin:N', sort=order, title='ZOPA width'), color='agent:N', xOffset='agent:N')
     y = alt.Y('deal:Q', title='deal rate', scale=alt.Scale(domain=[0, 1]))
-    panel = alt.layer(base.mark_rule().encode(y='deal_lo:Q', y2='deal_hi:Q'), base.mark_point(filled=True).encode(y=y))
-    return panel.properties(width=240, height=200).facet(column=alt.Column('role:N', title=None))
+    tip = ['agent', 'role', 'zopa_width', alt.Tooltip('deal:Q', format='.3f'), 'games', 'scenarios']
+    panel = alt.layer(base.mark_rule().encode(y='deal_lo:Q', y2='deal_hi:Q'),
+                      base.mark_point(filled=True).encode(y=y, tooltip=tip))
+    note = f'95% intervals over scenarios; a bin on fewer than {MIN_SCENARIOS} scenarios is too thin to read'
+    return panel.properties(width=240, height=200).facet(column=alt.Column('role:N', title=None)).properties(
+        title=alt.TitleParams('Deal rate by ZOPA width', subtitle=note))
 
 # %% ../nbs/11_plots.ipynb #6e3be9c7
 def learning_curve_chart(log: list[dict], title: str = 'GRPO') -> alt.VConcatChart:
@@ -242,8 +252,14 @@ def _concession(d: RunData): return concession_chart(d.short(d.curves))
 @figure('deal_rate_by_zopa_width')
 def _deal_rate(d: RunData): return deal_rate_chart(d.rows, n_boot=d.n_boot)
 
+PATHS_NOTE = ("how the games were chosen: the run's pairs ranked by mean buyer share, a few spread from the top to the "
+              "bottom, and for each the game whose buyer share is closest to the pair's median")
+
 @figure('price_paths', page=False)
-def _price_paths(d: RunData): return alt.vconcat(*map(price_path_chart, d.paths)) if d.paths else None
+def _price_paths(d: RunData):
+    if not d.paths: return None
+    return alt.vconcat(*map(price_path_chart, d.paths)).properties(
+        title=alt.TitleParams('Representative price paths', subtitle=PATHS_NOTE))
 
 # %% ../nbs/11_plots.ipynb #0e0be3c0
 def draw_figures(data: RunData, where: str = 'report') -> dict:

@@ -24,6 +24,7 @@ from . import plots
 from .view import write_view, run_info
 from .analysis import paired_comparison, bradley_terry, breakdown, behaviour, tier_spread, sanity
 from .findings import findings_table, headline_markdown
+from .ceiling import regret_table
 
 # %% auto #0
 __all__ = ['MAX_BOOT', 'TINY_SPEC', 'BASE_SPEC', 'PROFILES', 'EXPERIMENTS', 'report_tables', 'report_figures', 'write_report',
@@ -40,7 +41,8 @@ def report_tables(rows: pd.DataFrame, n_boot: int = 1000) -> dict[str, pd.DataFr
             'by_zopa_width': breakdown(rows, 'zopa_width', n_boot=n_boot),
             'behaviour': behaviour(rows, n_boot=n_boot),
             'tier_spread': tier_spread(rows, n_perm=n_boot),
-            'sanity': sanity(rows)}
+            'sanity': sanity(rows),
+            'regret': regret_table(rows, n_boot=n_boot)}
 
 # %% ../nbs/12_report.ipynb #a8163415
 def _path_transcripts(store: Store, rows: pd.DataFrame, n_paths: int, pairs: list | None = None) -> list[dict]:
