@@ -218,18 +218,24 @@ def _long(table: pd.DataFrame, measures) -> pd.DataFrame:
     return pd.concat([keys.assign(measure=m, value=table[m], lo=table[f'{m}_lo'], hi=table[f'{m}_hi'])
                       for m in measures], ignore_index=True)
 
-def ci_chart(table: pd.DataFrame, measures=('share', 'deal')) -> alt.FacetChart:
-    "Means with 95 % intervals per model: rows of panels by group, columns by measure, roles in colour."
-    roles = [r for r in ROLE_ORDER if r in set(table['role'])]
-    y = alt.Y('model:N', sort=list(dict.fromkeys(table['model'])), title=None)
-    base = alt.Chart(_long(table, measures)).encode(y=y, color=alt.Color('role:N', sort=roles),
-                                                    yOffset=alt.YOffset('role:N', sort=roles))
+_AXIS = {'share': 'surplus share', 'deal': 'deal rate'}
+
+def _measure_panels(long: pd.DataFrame, m: str, roles: list, models: list) -> alt.FacetChart:
+    "One measure's panels, a row per group, all on one x scale titled with the measure."
+    base = alt.Chart(long[long['measure'] == m]).encode(
+        y=alt.Y('model:N', sort=models, title=None), color=alt.Color('role:N', sort=roles),
+        yOffset=alt.YOffset('role:N', sort=roles))
     tip = ['model', 'group', 'role', 'measure', alt.Tooltip('value:Q', format='.3f')]
-    pts = base.mark_point(filled=True, size=50).encode(x=alt.X('value:Q', title=None), tooltip=tip)
+    x = alt.X('value:Q', title=_AXIS.get(m, m.replace('_', ' ')))
+    pts = base.mark_point(filled=True, size=50).encode(x=x, tooltip=tip)
     panel = alt.layer(base.mark_rule().encode(x='lo:Q', x2='hi:Q'), pts).properties(width=200, height=alt.Step(10))
-    facet = panel.facet(row=alt.Row('group:N', sort=GROUPS, title=None),
-                        column=alt.Column('measure:N', sort=list(measures), title=None))
-    return facet.resolve_scale(x='independent')
+    return panel.facet(row=alt.Row('group:N', sort=GROUPS, title=None))
+
+def ci_chart(table: pd.DataFrame, measures=('share', 'deal')) -> alt.HConcatChart:
+    "Means with 95 % intervals per model: a column per measure (one scale each), a row per group, roles in colour."
+    roles = [r for r in ROLE_ORDER if r in set(table['role'])]
+    models, long = list(dict.fromkeys(table['model'])), _long(table, measures)
+    return alt.hconcat(*(_measure_panels(long, m, roles, models) for m in measures))
 
 # %% ../nbs/11b_evaluate.ipynb #724d2f77
 TIERS = ['low', 'mid', 'high']

@@ -17,8 +17,8 @@ from .metrics import role_table, aggregate, MIN_SCENARIOS
 
 # %% auto #0
 __all__ = ['BANDS', 'ROLE_ORDER', 'ZOPA_ORDER', 'FIGURES', 'PATHS_NOTE', 'save_chart', 'offers_frame', 'price_path_chart',
-           'path_games', 'agent_order', 'leaderboard_chart', 'tier_chart', 'concession_curves', 'concession_chart',
-           'deal_rate_chart', 'learning_curve_chart', 'RunData', 'Figure', 'figure', 'draw_figures']
+           'path_games', 'agent_order', 'leaderboard_chart', 'tier_chart', 'tier_by_opponents', 'concession_curves',
+           'concession_chart', 'deal_rate_chart', 'learning_curve_chart', 'RunData', 'Figure', 'figure', 'draw_figures']
 
 # %% ../nbs/11_plots.ipynb #5f496132
 def save_chart(chart: alt.TopLevelMixin, stem: str | Path, scale: float = 2.0) -> dict:
@@ -128,12 +128,25 @@ def leaderboard_chart(lb: pd.DataFrame, measure: str = 'share') -> alt.FacetChar
 
 # %% ../nbs/11_plots.ipynb #da138813
 def tier_chart(bd: pd.DataFrame, measure: str = 'share') -> alt.FacetChart:
-    "Mean share with intervals per tier and agent, one panel per role."
+    "Mean share with intervals per tier and agent, one panel per role (and a row per `opponents` set, if given)."
     order = ['low', 'mid', 'high']
     base = alt.Chart(bd).encode(x=alt.X('tier:N', sort=order, title='price tier'), color='agent:N', xOffset='agent:N')
     pts = base.mark_point(filled=True).encode(y=alt.Y(f'{measure}:Q', title=f'surplus {measure.replace("_", " ")}'))
     bars = base.mark_rule().encode(y=f'{measure}_lo:Q', y2=f'{measure}_hi:Q')
-    return alt.layer(bars, pts).properties(width=240, height=200).facet(column=alt.Column('role:N', title=None))
+    rows = {'row': alt.Row('opponents:N', title=None)} if 'opponents' in bd else {}
+    return alt.layer(bars, pts).properties(width=240, height=200).facet(
+        column=alt.Column('role:N', title=None), **rows)
+
+# %% ../nbs/11_plots.ipynb #a716eb80
+def tier_by_opponents(rows: pd.DataFrame, n_boot: int = 1000) -> pd.DataFrame:
+    "Share by tier per agent and role against all opponents and against proportional opponents (a column each)."
+    from bilateral.findings import is_proportional
+    rt = role_table(rows)
+    prop = {a: is_proportional(a) for a in rt['opponent'].unique()}
+    by = ('agent', 'role', 'tier')
+    both = [aggregate(rt, by, ['share'], n_boot).assign(opponents='all opponents'),
+            aggregate(rt[rt['opponent'].map(prop)], by, ['share'], n_boot).assign(opponents='proportional opponents')]
+    return pd.concat(both, ignore_index=True)
 
 # %% ../nbs/11_plots.ipynb #c57feeee
 def _concession_points(t: dict, bins: int) -> list[dict]:
@@ -244,7 +257,7 @@ def figure(name: str, report: bool = True, page: bool = True):
 def _leaderboard(d: RunData): return leaderboard_chart(d.short(d.tables['leaderboard']))
 
 @figure('share_by_tier')
-def _share_by_tier(d: RunData): return tier_chart(d.short(d.tables['by_tier']))
+def _share_by_tier(d: RunData): return tier_chart(d.short(tier_by_opponents(d.rows, d.n_boot)))
 
 @figure('concession_curves')
 def _concession(d: RunData): return concession_chart(d.short(d.curves))

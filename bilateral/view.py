@@ -335,7 +335,7 @@ def _page_body(data: dict) -> str:
             '<table class="data" id="ratings"></table></div><div class="card" id="chart-pairs"></div></div>'
             f'<h2>Bargaining sanity</h2><div class="card"><p class="muted">{SANITY_NOTE}</p>'
             '<table class="data" id="sanity"></table></div>'
-            f'<h2>Charts</h2><div class="grid">{charts}</div><h2>Games</h2><div class="card">'
+            f'<h2>Charts</h2><div class="charts">{charts}</div><h2>Games</h2><div class="card">'
             '<div class="filters" id="filters"></div><table class="data" id="games"></table>'
             '<div class="pager" id="pager"></div></div>'
             '<div class="card" id="game"><span class="muted">click a game to open it</span></div></main>')

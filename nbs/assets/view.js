@@ -40,11 +40,13 @@
     const missing = p.stored < p.planned ? ` (${p.planned - p.stored} missing)` : '';
     const design =
       `${esc(s.games_per_pair)} games per pair, preset ${esc(s.preset)}, seed ${esc(s.seed)}, ` +
-      `self-play ${esc(s.self_play)}`;
+      `self-play ${esc(s.self_play)}, first mover ${esc(s.first_mover || (s.rules || {}).first_mover)}`;
+    // the tournament's first mover overrides the rules' default (an 'alternate' run switches between scenarios)
+    const rules = Object.assign({}, s.rules || {}, s.first_mover ? { first_mover: s.first_mover } : {});
     const rows = [
       ['agents', (s.agents || []).map((a) => pill(a)).join('')],
       ['design', design],
-      ['rules', esc(JSON.stringify(s.rules || {}))],
+      ['rules', esc(JSON.stringify(rules))],
       ['prompt', p.prompt_hashes.map(esc).join(', ') || 'no language model'],
       ['progress', `<b id="progress">${p.stored} of ${p.planned} games</b> finished${missing}`],
       ['endings', pills(p.end_reasons)],
@@ -53,7 +55,7 @@
     ];
     $('#run').innerHTML = '<div class="kv">' + rows.map(([k, v]) => `<b>${k}</b><span>${v}</span>`).join('') + '</div>';
   }
-  const state = { filters: {}, pair: null, page: 0, key: 0, dir: 1, open: null };
+  const state = { filters: {}, pair: null, id: '', page: 0, key: 0, dir: 1, open: null };
   const FILTERS = ['buyer', 'seller', 'tier', 'zopa_width', 'end_reason', 'deal'];
   function filters() {
     const cols = D.games.cols;
@@ -63,7 +65,14 @@
           vals = [...new Set(D.games.rows.map((r) => String(r[i])))].sort();
         const options = vals.map((v) => `<option>${esc(v)}</option>`).join('');
         return `<label>${f} <select data-f="${f}"><option value="">all</option>${options}</select></label>`;
-      }).join('') + ' <button id="clear">clear</button> <span id="count" class="muted"></span>';
+      }).join('') +
+      ' <label>game id <input id="gid" size="16" placeholder="part of an id"></label>' +
+      ' <button id="clear">clear</button> <span id="count" class="muted"></span>';
+    $('#gid').oninput = (e) => {
+      state.id = e.target.value.trim();
+      state.page = 0;
+      games();
+    };
     document.querySelectorAll('#filters select').forEach(
       (s) =>
         (s.onchange = () => {
@@ -75,6 +84,8 @@
     $('#clear').onclick = () => {
       state.filters = {};
       state.pair = null;
+      state.id = '';
+      $('#gid').value = '';
       document.querySelectorAll('#filters select').forEach((s) => (s.value = ''));
       games();
     };
@@ -84,7 +95,8 @@
     return D.games.rows.filter(
       (r) =>
         FILTERS.every((f) => !state.filters[f] || String(r[cols.indexOf(f)]) === state.filters[f]) &&
-        (!state.pair || (r[1] === state.pair[0] && r[2] === state.pair[1])),
+        (!state.pair || (r[1] === state.pair[0] && r[2] === state.pair[1])) &&
+        (!state.id || String(r[0]).includes(state.id)),
     );
   }
   function games() {
