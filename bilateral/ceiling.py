@@ -14,7 +14,7 @@ from .protocol import Rules, ToolCall
 from .engine import Engine, GameResult
 from .agents import Agent, make_agent
 from .play import play, run_sync
-from .strategies import LADDER, Accommodating, Haggler, Hardliner, Split, TimeDependent, TitForTat
+from .strategies import LADDER
 from .metrics import aggregate, outcome_metrics, role_table
 from .scenarios import default_catalogue, in_band
 from .tournament import GameTask, TournamentSpec, plan as tournament_plan
@@ -68,11 +68,12 @@ def share_of(r: GameResult, role: Role | str) -> float:
 # %% ../nbs/10c_ceiling.ipynb #71b44b4a
 def _whole_plans(opp: Agent, scenario: Scenario, role: Role, rules: Rules) -> list[tuple]:
     "Step lists that reach the whole surplus against an opponent of the ladder that trades at its reservation."
-    r, T, kind = scenario.reservation(role.other), rules.deadline, type(opp)
-    if kind is Accommodating: return [(('offer', r),)]
-    if kind in (Hardliner, Haggler): return [(('until', 0.9 * T - d), ('offer', r)) for d in (1, 0.5, 0)]
-    if kind is Split: return [(('offer', r),) * 30]
-    if kind is TitForTat:
+    # the class by name: a notebook that defines the ladder's classes again registers its own copies
+    r, T, kind = scenario.reservation(role.other), rules.deadline, type(opp).__name__
+    if kind == 'Accommodating': return [(('offer', r),)]
+    if kind in ('Hardliner', 'Haggler'): return [(('until', 0.9 * T - d), ('offer', r)) for d in (1, 0.5, 0)]
+    if kind == 'Split': return [(('offer', r),) * 30]
+    if kind == 'TitForTat':
         far = 1 if role is Role.BUYER else int(rules.price_cap * scenario.item.listing_price)
         return [(('offer', far), ('offer', r)) * 10]
     return []
@@ -162,7 +163,7 @@ def _search(opponent: str, scenario: Scenario, role: Role, rules: Rules, seed: i
 # %% ../nbs/10c_ceiling.ipynb #e40a5945
 def _exact(opp: Agent, opponent: str, scenario: Scenario, role: Role, rules: Rules, seed: int):
     "(share, plan) from an argument for this opponent, checked by playing it; None where no argument applies."
-    if type(opp) is TimeDependent:
+    if type(opp).__name__ == 'TimeDependent':   # the class itself, not a subclass
         if not (rules.counter_rejects and rules.wake_on_pass): return None
         plan = _time_plan(opponent, scenario, role, rules, seed)
         if plan is None: return 0.0, Plan((), None, 'exact', 'no offer can close a deal before the deadline')
@@ -243,5 +244,6 @@ def regret_table(rows,                 # game rows (`Store.rows`, `metrics.game_
     ceilings = ceiling_table(rows, opps) if ceilings is None else ceilings
     exact = ceilings.loc[ceilings['method'] == 'exact', ['opponent', 'role', 'seed', 'ceiling']]
     rt = role_table(rows).merge(exact, on=['opponent', 'role', 'seed'])
+    if rt.empty: return pd.DataFrame(columns=cols)    # no game against an opponent with an exact ceiling
     rt['regret'] = rt['ceiling'] - rt['share'].astype(float)
     return aggregate(rt, ('agent', 'role'), ['ceiling', 'share', 'regret'], n_boot, seed)[cols]

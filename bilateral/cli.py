@@ -232,8 +232,10 @@ def cmd_report(a) -> str:
     head = format_leaderboard(rep['tables']['leaderboard'], display_name)
     head += '\n\nBradley-Terry rating (Elo scale, 95% CI)\n'
     d = Path(a.run_dir)
-    wrote = (f"\n\nwrote {len(rep['tables'])} tables to {d / 'tables'} (each agent's bargaining sanity: sanity.csv), "
-             f"{len(rep['figures'])} figures to {d / 'figures'}")
+    found = '' if rep['findings'] is None else ', the findings: findings.md'
+    wrote = (f"\n\nwrote {len(rep['tables'])} tables to {d / 'tables'} (each agent's bargaining sanity: sanity.csv, "
+             f"its regret against the best response: regret.csv){found}, {len(rep['figures'])} figures to "
+             f"{d / 'figures'}")
     return gap + head + ratings + wrote + (f", the page {rep['page']}" if rep['page'] else '')
 
 # %% ../nbs/13_cli.ipynb #e3bfb8c7

@@ -102,7 +102,8 @@ def write_report(run_dir: str | Path, n_boot: int = 1000, figures: bool = True) 
         info = run_info(store, rows)
     summary = _summary(rows, info, tables, figs, page)
     (run_dir / 'summary.json').write_text(json.dumps(summary, indent=1, sort_keys=True))
-    return {'tables': tables, 'figures': figs, 'exports': exports, 'summary': summary, 'page': page}
+    return {'tables': tables, 'findings': found, 'figures': figs, 'exports': exports, 'summary': summary,
+            'page': page}
 
 # %% ../nbs/12_report.ipynb #80dd6f66
 TINY_SPEC, BASE_SPEC = 'hf:{tiny}?window=4', 'hf:{base}'   # the windowed tiny model; the training chain's base
