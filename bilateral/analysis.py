@@ -17,10 +17,10 @@ __all__ = ['BEHAVIOUR', 'SANITY', 'paired_comparison', 'bradley_terry', 'breakdo
 
 # %% ../nbs/10_analysis.ipynb #f76ee5c8
 def _paired_wide(rows, role: str, measure: str) -> pd.DataFrame:
-    "One row per (opponent, seed), one column per agent: the agent's `measure` in `role` in that game, as a float."
+    "One row per (opponent, seed), one column per agent: the agent's `measure` in `role` (a scenario's games averaged)."
     rt = role_table(rows)
     rt = rt[rt['role'] == role].astype({measure: float})
-    return rt.pivot_table(index=['opponent', 'seed'], columns='agent', values=measure, aggfunc='first')
+    return rt.pivot_table(index=['opponent', 'seed'], columns='agent', values=measure, aggfunc='mean')
 
 # %% ../nbs/10_analysis.ipynb #5e01f9c6
 def _paired_row(role: str, a: str, b: str, d: np.ndarray, unit: np.ndarray, measure: str, n_boot: int,
@@ -76,7 +76,8 @@ def _win_matrices(rows) -> tuple[list[str], np.ndarray]:
     seeds = sorted(rt['seed'].unique())
     sx = {s: i for i, s in enumerate(seeds)}
     W = np.zeros((len(seeds), len(agents), len(agents)))
-    for (role, opp, s), g in rt.groupby(['role', 'opponent', 'seed']):
+    game = ['role', 'opponent', 'seed'] + (['first_mover'] if 'first_mover' in rt else [])   # one game per agent
+    for (role, opp, s, *_), g in rt.groupby(game):
         _add_matches(W[sx[s]], g['agent'].map(ix).to_numpy(), g['share'].to_numpy())
     return agents, W
 

@@ -202,12 +202,12 @@ def scenario_tasks(games, rules: Rules = Rules()) -> list[tuple]:
     if isinstance(games, TournamentSpec): games = tournament_plan(games)
     if isinstance(games, pd.DataFrame):
         cat = {p: {it.id: it for it in in_band(default_catalogue(), p)} for p in games['preset'].unique()}
-        rows = games.drop_duplicates('seed').to_dict('records')
+        rows = games.drop_duplicates(['seed', 'first_mover']).to_dict('records')   # a design may play both
         return [(_row_scenario(r, cat[r['preset']]), int(r['seed']), replace(rules, first_mover=r['first_mover']))
                 for r in rows]
     out = {}
     for g in games:
-        if isinstance(g, GameTask): out.setdefault(g.seed, (g.scenario, g.seed, g.rules))
+        if isinstance(g, GameTask): out.setdefault((g.seed, g.rules.first_mover), (g.scenario, g.seed, g.rules))
         else: out.setdefault(len(out), (g, 0, rules))
     return list(out.values())
 
@@ -242,8 +242,8 @@ def regret_table(rows,                 # game rows (`Store.rows`, `metrics.game_
                                                                for s in ('', '_lo', '_hi')]
     if not opps: return pd.DataFrame(columns=cols)
     ceilings = ceiling_table(rows, opps) if ceilings is None else ceilings
-    exact = ceilings.loc[ceilings['method'] == 'exact', ['opponent', 'role', 'seed', 'ceiling']]
-    rt = role_table(rows).merge(exact, on=['opponent', 'role', 'seed'])
+    exact = ceilings.loc[ceilings['method'] == 'exact', ['opponent', 'role', 'seed', 'first_mover', 'ceiling']]
+    rt = role_table(rows).merge(exact, on=['opponent', 'role', 'seed', 'first_mover'])
     if rt.empty: return pd.DataFrame(columns=cols)    # no game against an opponent with an exact ceiling
     rt['regret'] = rt['ceiling'] - rt['share'].astype(float)
     return aggregate(rt, ('agent', 'role'), ['ceiling', 'share', 'regret'], n_boot, seed)[cols]

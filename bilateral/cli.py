@@ -178,7 +178,8 @@ def cmd_tournament(a) -> str:
     from bilateral.tournament import TournamentSpec, run_tournament
     agents = tuple(x for x in a.agents.split(',') if x)
     spec = TournamentSpec(agents, a.games_per_pair, a.preset, a.seed, not a.no_self_play,
-                          rules=Rules(deadline=a.deadline), first_mover=a.first_mover, paired=not a.unpaired)
+                          rules=Rules(deadline=a.deadline), first_mover=a.first_mover, paired=not a.unpaired,
+                          antithetic=a.antithetic)
     limits = _agent_limits(a.agent_limit)
     try:
         s = run_tournament(spec, a.out, concurrency=a.concurrency, agent_limits=limits, progress=not a.quiet,
@@ -207,8 +208,11 @@ def _add_tournament(sub):
     t.add_argument('--preset', default=DEFAULT_PRESET, choices=list(PRESETS))
     t.add_argument('--deadline', type=_number(float, 0, 86_400, above=True), default=Rules.deadline,
                    help='simulated seconds a game lasts at most')
-    t.add_argument('--first-mover', default='alternate', choices=['buyer', 'seller', 'alternate'],
-                   help='who moves first: alternate (default) switches between the paired scenarios')
+    t.add_argument('--first-mover', default='alternate', choices=['buyer', 'seller', 'alternate', 'both'],
+                   help='who moves first: alternate (default) switches between the paired scenarios, both plays '
+                        'each scenario once with each')
+    t.add_argument('--antithetic', action='store_true',
+                   help='scenarios in mirror-image pairs around the listing price (no tilt toward a role)')
     t.add_argument('--agent-limit', action='append', default=[], metavar='AGENT=K',
                    help='at most K concurrent games of AGENT')
     t.add_argument('--no-self-play', action='store_true')

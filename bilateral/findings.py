@@ -30,7 +30,7 @@ def paired_gap(rows, a: str, b: str, measure: str = 'share', n_boot: int = 1000,
     "Agent `a`'s `measure` minus agent `b`'s, paired on role, opponent and scenario, with a CI over scenarios."
     rt = role_table(rows)
     rt = rt[rt['agent'].isin([a, b])].assign(**{measure: lambda t: t[measure].astype(float)})
-    wide = rt.pivot_table(index=['role', 'opponent', 'seed'], columns='agent', values=measure, aggfunc='first')
+    wide = rt.pivot_table(index=['role', 'opponent', 'seed'], columns='agent', values=measure, aggfunc='mean')
     return {'a': a, 'b': b, 'measure': measure, **_scenario_ci(wide[a] - wide[b], n_boot, seed)}
 
 # %% ../nbs/10b_findings.ipynb #8e3f9068
@@ -38,7 +38,7 @@ def role_gap(rows, agent: str, measure: str = 'share', n_boot: int = 1000, seed:
     "The agent's `measure` as buyer minus as seller, paired on opponent and scenario, with a CI over scenarios."
     rt = role_table(rows)
     rt = rt[rt['agent'] == agent].assign(**{measure: lambda t: t[measure].astype(float)})
-    wide = rt.pivot_table(index=['opponent', 'seed'], columns='role', values=measure, aggfunc='first')
+    wide = rt.pivot_table(index=['opponent', 'seed'], columns='role', values=measure, aggfunc='mean')
     return {'agent': agent, 'measure': measure, **_scenario_ci(wide['buyer'] - wide['seller'], n_boot, seed)}
 
 # %% ../nbs/10b_findings.ipynb #ab2ad248

@@ -334,13 +334,14 @@ _QWEN = dict(scenarios=500, num_generations=8, batch=8, max_steps=250, lr=5e-6, 
                                                'down_proj'],
              max_completion_length=8192, max_length=12288, temperature=1.0, beta=0.0, threads=0,
              load_in_4bit=True, checkpointing=True, preset=DEFAULT_PRESET, deadline=Rules.deadline,
-             max_reply_tokens=None)
+             max_reply_tokens=None, scale_rewards='group')
 GRPO_CONFIGS = {
     'tiny': dict(scenarios=64, num_generations=4, batch=8, max_steps=30, lr=2e-3, lora_r=16, lora_alpha=32,
                  lora_dropout=0.0, target_modules='all-linear', max_completion_length=4096, max_length=8192,
                  temperature=0.7, beta=0.02, threads=1, load_in_4bit=False, checkpointing=False, preset=DEFAULT_PRESET,
                  deadline=Rules.deadline,
-                 max_reply_tokens=96),   # each reply capped as an `hf:` agent caps it in a tournament
+                 max_reply_tokens=96,   # each reply capped as an `hf:` agent caps it in a tournament
+                 scale_rewards='group'),   # TRL's advantage scaling: 'group' std, 'batch' or 'none'
     'qwen3-8b': {**_QWEN, 'model': 'Qwen/Qwen3-8B'},
     'qwen3-14b': {**_QWEN, 'model': 'Qwen/Qwen3-14B'},
 }
@@ -354,7 +355,8 @@ def _grpo_args(cfg: dict, out: Path, weights: list, seed: int, progress: bool):
     return GRPOConfig(output_dir=str(out / 'trainer'), per_device_train_batch_size=cfg['batch'],
                       num_generations=cfg['num_generations'], max_steps=cfg['max_steps'], learning_rate=cfg['lr'],
                       max_completion_length=cfg['max_completion_length'], temperature=cfg['temperature'],
-                      beta=cfg['beta'], reward_weights=weights, bf16=gpu, use_cpu=not gpu, report_to='none',
+                      beta=cfg['beta'], scale_rewards=cfg.get('scale_rewards', 'group'), reward_weights=weights,
+                      bf16=gpu, use_cpu=not gpu, report_to='none',
                       logging_steps=1, save_strategy='no', seed=seed, disable_tqdm=not progress,
                       generation_kwargs={'max_new_tokens': n} if (n := cfg.get('max_reply_tokens')) else None)
 

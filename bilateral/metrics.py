@@ -294,7 +294,7 @@ _KEYS = ['seed', 'item_id', 'tier', 'zopa_width', 'has_zopa', 'listing_price']
 
 def _role_rows(df: pd.DataFrame, role: str, metrics: list[Metric]) -> pd.DataFrame:
     "The role table of one role: keys, then the game's measures, then the party's own."
-    d = df[_KEYS].copy()
+    d = df[_KEYS + [c for c in ('first_mover',) if c in df]].copy()   # rows stored without it still read
     d.insert(0, 'agent', df[role])
     d.insert(1, 'role', role)
     d.insert(2, 'opponent', df[Role(role).other.value])

@@ -216,7 +216,8 @@ def _stage_params(st: dict, d: Path, models: dict, concurrency: int) -> dict:
     return {'agents': [_spec(a, models) for a in st['agents']], 'games_per_pair': st['games_per_pair'],
             'preset': st['preset'], 'seed': st['seed'], 'concurrency': concurrency, 'self_play': st['self_play'],
             'first_mover': st.get('first_mover', 'alternate'), 'threads': st.get('threads', 0),
-            'paired': st.get('paired', True), 'deadline': st.get('deadline', Rules.deadline), 'out_dir': str(d)}
+            'paired': st.get('paired', True), 'antithetic': st.get('antithetic', False),
+            'deadline': st.get('deadline', Rules.deadline), 'out_dir': str(d)}
 
 # %% ../nbs/12_report.ipynb #f59f1405
 def _stage_follow(sp: dict, name: str) -> tuple:

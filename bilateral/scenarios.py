@@ -16,7 +16,7 @@ from .core import CatalogError, ConfigError, Item, Scenario, derive_seed, to_cen
 # %% auto #0
 __all__ = ['COLUMNS', 'TIER_NAMES', 'PRESETS', 'DEFAULT_PRESET', 'RENAMED', 'BANDS', 'parse_item', 'load_catalogue',
            'default_catalogue', 'Tiers', 'fixed_width', 'in_band', 'value_model', 'make_scenario', 'sample_scenarios',
-           'zopa_bucket']
+           'mirror', 'antithetic', 'zopa_bucket']
 
 # %% ../nbs/01_scenarios.ipynb #fdc38085
 COLUMNS = ('id', 'title', 'category', 'description', 'listing_price', 'low_price', 'high_price')
@@ -189,6 +189,19 @@ def sample_scenarios(n: int,                                     # how many
         choices = (groups[TIER_NAMES[i % 3]] or pool) if stratify else pool
         out.append(make_scenario(rng.choice(choices), preset, seed, tiers, zopa_width, i))
     return out
+
+# %% ../nbs/01_scenarios.ipynb #213c24e6
+def mirror(sc: Scenario) -> Scenario:
+    "The scenario turned round its listing price: v' = 2L - c and c' = 2L - v (same item, tier and ZOPA width)."
+    L2 = 2 * sc.item.listing_price
+    if sc.buyer_value >= L2: raise ConfigError(f'cannot mirror a value of {sc.buyer_value} cents at or above 2L')
+    return replace(sc, buyer_value=L2 - sc.seller_cost, seller_cost=L2 - sc.buyer_value)
+
+# %% ../nbs/01_scenarios.ipynb #56d1b15a
+def antithetic(scenarios: list[Scenario]) -> list[Scenario]:
+    "Each scenario followed by its mirror: the first half of `scenarios` becomes a list as long (`n` even)."
+    if len(scenarios) % 2: raise ConfigError(f'antithetic pairs need an even number of scenarios, got {len(scenarios)}')
+    return [x for s in scenarios[:len(scenarios) // 2] for x in (s, mirror(s))]
 
 # %% ../nbs/01_scenarios.ipynb #a0ad132d
 def zopa_bucket(sc: Scenario,         # the scenario

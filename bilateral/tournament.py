@@ -17,7 +17,7 @@ from typing import NamedTuple, Iterator
 from fastcore.basics import patch
 from tqdm.auto import tqdm
 from .core import BilateralError, ConfigError, Scenario, derive_seed
-from .scenarios import sample_scenarios, default_catalogue, value_model, DEFAULT_PRESET
+from .scenarios import sample_scenarios, default_catalogue, value_model, DEFAULT_PRESET, antithetic, mirror
 from .protocol import Rules
 from .core import dumps
 import bilateral
@@ -27,9 +27,9 @@ from .metrics import game_row
 from .store import Store, encode_game, run_lock
 
 # %% auto #0
-__all__ = ['MAX_GAMES_PER_PAIR', 'MAX_GAMES', 'MAX_CONCURRENCY', 'MAX_WORKERS', 'MIN_GAMES_PER_WORKER', 'catalogue_fingerprint',
-           'TournamentSpec', 'GameTask', 'pairings', 'game_id', 'first_mover_of', 'plan', 'RunStopped',
-           'available_cores', 'choose_workers', 'WorkerCrashed', 'run_tournament_async', 'run_tournament',
+__all__ = ['MAX_GAMES_PER_PAIR', 'MAX_GAMES', 'MAX_CONCURRENCY', 'FIRST_MOVERS', 'MAX_WORKERS', 'MIN_GAMES_PER_WORKER',
+           'catalogue_fingerprint', 'TournamentSpec', 'GameTask', 'pairings', 'game_id', 'first_mover_of', 'plan',
+           'RunStopped', 'available_cores', 'choose_workers', 'WorkerCrashed', 'run_tournament_async', 'run_tournament',
            'round_robin']
 
 # %% ../nbs/09_tournament.ipynb #d3e2b1ad
@@ -40,6 +40,18 @@ def catalogue_fingerprint(items=None) -> str:
 
 # %% ../nbs/09_tournament.ipynb #ca2a9ead
 MAX_GAMES_PER_PAIR, MAX_GAMES, MAX_CONCURRENCY = 100_000, 2_000_000, 4096
+
+# %% ../nbs/09_tournament.ipynb #be674304
+FIRST_MOVERS = ('buyer', 'seller', 'alternate', 'both')
+
+def _check_design(spec):
+    "Refuse a first mover that does not exist, and designs that need an even games_per_pair or paired scenarios."
+    if spec.first_mover not in FIRST_MOVERS:
+        raise ConfigError(f"first_mover must be one of {', '.join(FIRST_MOVERS)}, got {spec.first_mover!r}")
+    if (spec.first_mover == 'both' or spec.antithetic) and spec.games_per_pair % 2:
+        raise ConfigError("first_mover='both' and antithetic pairs need an even games_per_pair")
+    if spec.first_mover == 'both' and not spec.paired:
+        raise ConfigError("first_mover='both' plays each paired scenario twice: it needs paired=True")
 
 # %% ../nbs/09_tournament.ipynb #86336732
 @dataclass(frozen=True)
@@ -52,8 +64,9 @@ class TournamentSpec:
     self_play: bool = True            # include an agent against itself
     rules: Rules = Rules()
     zopa_width: float | None = None   # fixed ZOPA width instead of the preset
-    first_mover: str = 'alternate'    # 'buyer', 'seller', or 'alternate' between scenarios
+    first_mover: str = 'alternate'    # 'buyer', 'seller', 'alternate' between scenarios, or 'both' in each
     paired: bool = True               # every pair plays the same scenarios; False: every game its own
+    antithetic: bool = False          # scenarios in mirror-image pairs around the listing price (`mirror`)
 
     def __post_init__(self):
         object.__setattr__(self, 'agents', tuple(self.agents))
@@ -65,8 +78,7 @@ class TournamentSpec:
             raise ConfigError(f'this tournament has {n:,} games; the limit is {MAX_GAMES:,} '
                               '(fewer agents or games per pair)')
         value_model(self.preset)
-        if self.first_mover not in ('buyer', 'seller', 'alternate'):
-            raise ConfigError(f"first_mover must be 'buyer', 'seller' or 'alternate', got {self.first_mover!r}")
+        _check_design(self)
     @property
     def n_games(self) -> int:
         "Games in the tournament: every ordered pair, self-play or not, times `games_per_pair`."
@@ -78,7 +90,7 @@ def defining(self: TournamentSpec) -> dict:
     "The part of the spec that fixes what each game is."
     return {'preset': self.preset, 'zopa_width': self.zopa_width, 'seed': self.seed, 'rules': asdict(self.rules),
             'first_mover': self.first_mover, 'catalogue': catalogue_fingerprint(), 'format': 2,
-            **({} if self.paired else {'paired': False})}
+            **({} if self.paired else {'paired': False}), **({'antithetic': True} if self.antithetic else {})}
 
 # %% ../nbs/09_tournament.ipynb #441bf5b4
 @patch
@@ -86,6 +98,7 @@ def to_json(self: TournamentSpec) -> dict:
     "The spec as a JSON-ready dict."
     d = {**asdict(self), 'agents': list(self.agents)}
     if self.paired: del d['paired']      # as runs stored it before the option existed
+    if not self.antithetic: del d['antithetic']
     return d
 
 # %% ../nbs/09_tournament.ipynb #3ff4957c
@@ -126,16 +139,22 @@ def first_mover_of(first_mover: str, index: int) -> str:
 
 # %% ../nbs/09_tournament.ipynb #be7c5c35
 def plan(spec: TournamentSpec) -> Iterator[GameTask]:
-    "All games of a tournament, scenario by scenario (unpaired: game `i` of the `k`-th pair plays scenario `i·P + k`)."
+    """All games of a tournament, scenario by scenario (unpaired: game `i` of the `k`-th pair plays scenario `i·P + k`;
+    `first_mover='both'`: games `2i` and `2i + 1` play scenario `i`, with its seed, the buyer then the seller first)."""
     h = hashlib.blake2b(dumps(spec.defining()).encode(), digest_size=10).hexdigest()
     pairs = pairings(spec.agents, spec.self_play)
     rank, per = {p: k for k, p in enumerate(sorted(pairs))}, 1 if spec.paired else len(pairs)
-    scenarios = sample_scenarios(spec.games_per_pair * per, spec.preset, spec.seed, zopa_width=spec.zopa_width)
-    for i in range(spec.games_per_pair):
+    both = spec.first_mover == 'both'
+    n = (spec.games_per_pair // 2 if both else spec.games_per_pair) * per
+    scenarios = sample_scenarios(n, spec.preset, spec.seed, zopa_width=spec.zopa_width)
+    scenarios = antithetic(scenarios) if spec.antithetic else scenarios
+    for g in range(spec.games_per_pair):
         for b, e in pairs:
-            j = i if spec.paired else i * per + rank[(b, e)]
-            rules = replace(spec.rules, first_mover=first_mover_of(spec.first_mover, j))
-            yield GameTask(game_id(h, b, e, j), b, e, j, scenarios[j], derive_seed(spec.seed, 'game', j), rules)
+            j = g if spec.paired else g * per + rank[(b, e)]          # the game's number in its pair
+            k = j // 2 if both else j                                   # its scenario
+            mover = ('buyer', 'seller')[j % 2] if both else first_mover_of(spec.first_mover, j)
+            rules = replace(spec.rules, first_mover=mover)
+            yield GameTask(game_id(h, b, e, j), b, e, j, scenarios[k], derive_seed(spec.seed, 'game', k), rules)
 
 # %% ../nbs/09_tournament.ipynb #b975e34f
 class RunStopped(BilateralError):
