@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pandas as pd
 from .agents import make_agent
+from .core import ConfigError
 from .metrics import aggregate, bootstrap_ci, role_table
 from .analysis import tier_spread
 
@@ -82,8 +83,9 @@ def accommodating_roles(rows, agent: str = 'accommodating', n_boot: int = 1000, 
 
 # %% ../nbs/10b_findings.ipynb #0a4b0620
 def is_proportional(spec: str) -> bool:
-    "Whether the agent of `spec` declares itself proportional (scale-invariant in prices)."
-    return bool(getattr(make_agent(spec), 'proportional', False))
+    "Whether the agent of `spec` declares itself proportional (scale-invariant in prices); no for a kind unknown here."
+    try: return bool(getattr(make_agent(spec), 'proportional', False))
+    except ConfigError: return False      # e.g. a GRPO run's 'policy', or a kind a lesson registered and removed
 
 # %% ../nbs/10b_findings.ipynb #d75fdb16
 MARGIN = 0.10   # a spread across tiers whose 95 % interval ends below this share counts as flat
@@ -223,8 +225,9 @@ def findings_table(rows, n_boot: int = 1000, seed: int = 0, contrast_games_per_p
     from bilateral.tournament import round_robin
     rows = pd.DataFrame(rows)
     agents = sorted(set(rows['buyer']) | set(rows['seller']))
+    if not set(FINDING_AGENTS) <= set(agents): return None
     prop = [is_proportional(a) for a in agents]
-    if not (set(FINDING_AGENTS) <= set(agents) and any(prop) and not all(prop)): return None
+    if not (any(prop) and not all(prop)): return None
     high = (accommodating_roles(pd.DataFrame([game_row(r) for r in round_robin(
         agents, contrast_games_per_pair, 'list-high', seed)]), n_boot=n_boot, seed=seed)
         if contrast_games_per_pair else None)
