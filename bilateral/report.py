@@ -113,7 +113,7 @@ PROFILES = {
          'seed': 0, 'self_play': True, 'first_mover': 'alternate'}]},
     'offline': {'concurrency': 16, 'n_boot': 1000, 'stages': [
         {'name': '', 'agents': LADDER, 'games_per_pair': 120, 'preset': DEFAULT_PRESET, 'seed': 0, 'self_play': True,
-         'first_mover': 'alternate', 'findings': True},
+         'first_mover': 'alternate', 'antithetic': True, 'findings': True},   # the design: tools/design_widths.py
         {'name': 'teacher', 'agents': [f'narrated:{a}' for a in LADDER], 'games_per_pair': 32, 'preset': 'dollars',
          'deadline': 60.0, 'seed': 1, 'self_play': True, 'first_mover': 'alternate', 'paired': False,
          'report': False},
