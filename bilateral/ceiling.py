@@ -235,7 +235,7 @@ def regret_table(rows,                 # game rows (`Store.rows`, `metrics.game_
                  seed: int = 0,        # the bootstrap's seed
                  ceilings: pd.DataFrame | None = None,   # a `ceiling_table` of these rows, if already computed
                 ) -> pd.DataFrame:
-    "Per agent and role against ladder opponents: ceiling, share, regret (ceiling - share), CIs over scenarios."
+    "Per agent in each role and both: ceiling, share and regret (ceiling - share), CIs over scenarios."
     rows = pd.DataFrame(rows)
     opps = sorted((set(rows['buyer']) | set(rows['seller'])) & set(LADDER))
     cols = ['agent', 'role', 'games', 'scenarios', 'thin'] + [f'{m}{s}' for m in ('ceiling', 'share', 'regret')
@@ -246,4 +246,6 @@ def regret_table(rows,                 # game rows (`Store.rows`, `metrics.game_
     rt = role_table(rows).merge(exact, on=['opponent', 'role', 'seed', 'first_mover'])
     if rt.empty: return pd.DataFrame(columns=cols)    # no game against an opponent with an exact ceiling
     rt['regret'] = rt['ceiling'] - rt['share'].astype(float)
-    return aggregate(rt, ('agent', 'role'), ['ceiling', 'share', 'regret'], n_boot, seed)[cols]
+    ms = ['ceiling', 'share', 'regret']
+    both = aggregate(rt, ('agent',), ms, n_boot, seed).assign(role='both')   # a scenario's two roles drawn together
+    return pd.concat([aggregate(rt, ('agent', 'role'), ms, n_boot, seed), both], ignore_index=True)[cols]

@@ -200,14 +200,27 @@ def _finding_d(fm: pd.DataFrame) -> dict:
                         f"{pooled['scenarios_first']} + {pooled['scenarios_second']} scenarios; most and least: {ends}",
             'predicted': 'no pooled effect', 'agrees': bool(pooled['lo'] <= 0 <= pooled['hi'])}
 
+# %% ../nbs/10b_findings.ipynb #24870e75
+def _finding_e(reg: pd.DataFrame, best_share: str) -> dict:
+    both = reg[reg['role'] == 'both'].sort_values('regret')
+    near, far = both.iloc[0], both.iloc[-1]
+    measured = (f"regret (ceiling − share, both roles) from {near['agent']} "
+                f"{_ci(near['regret'], near['regret_lo'], near['regret_hi'])} to {far['agent']} "
+                f"{_ci(far['regret'], far['regret_lo'], far['regret_hi'])}; every interval above 0: "
+                f"{'yes' if (both['regret_lo'] > 0).all() else 'no'}")
+    return {'finding': '(e) how far from the best response?', 'measured': measured,
+            'predicted': 'every agent short of its ceiling, the best-share agent closest',
+            'agrees': bool((both['regret_lo'] > 0).all() and near['agent'] == best_share)}
+
 # %% ../nbs/10b_findings.ipynb #5f7ec9a2
 def headline(a: dict, b: dict, tf: pd.DataFrame, b_contrast: dict | None = None, tf_all: pd.DataFrame | None = None,
-             fm: pd.DataFrame | None = None) -> pd.DataFrame:
+             fm: pd.DataFrame | None = None, reg: pd.DataFrame | None = None) -> pd.DataFrame:
     """The findings in one table: what was measured (95 % CI over scenarios), what the design predicts, and whether
-    they agree; (c′) and (d) when their tables are given."""
+    they agree; (c′), (d) and (e) when their tables are given."""
     out = [_finding_a(a), _finding_b(b, b_contrast), _finding_c(tf)]
     out += [_finding_c_all(tf_all)] if tf_all is not None else []
-    return pd.DataFrame(out + ([_finding_d(fm)] if fm is not None else []))
+    out += [_finding_d(fm)] if fm is not None else []
+    return pd.DataFrame(out + ([_finding_e(reg, a['best_share'])] if reg is not None else []))
 
 def headline_markdown(table: pd.DataFrame) -> str:
     "The headline table as GitHub markdown."
@@ -223,6 +236,7 @@ def findings_table(rows, n_boot: int = 1000, seed: int = 0, contrast_games_per_p
     "The headline table of a run whose agents allow every finding, or None."
     from bilateral.metrics import game_row
     from bilateral.tournament import round_robin
+    from bilateral.ceiling import regret_table
     rows = pd.DataFrame(rows)
     agents = sorted(set(rows['buyer']) | set(rows['seller']))
     if not set(FINDING_AGENTS) <= set(agents): return None
@@ -233,4 +247,5 @@ def findings_table(rows, n_boot: int = 1000, seed: int = 0, contrast_games_per_p
         if contrast_games_per_pair else None)
     return headline(trade_off(rows, n_boot, seed), accommodating_roles(rows, n_boot=n_boot, seed=seed),
                     tier_finding(rows, n_boot, seed, n_boot=n_boot), high,
-                    tier_finding(rows, n_boot, seed, 'all', n_boot), first_mover_gap(rows, n_boot, seed))
+                    tier_finding(rows, n_boot, seed, 'all', n_boot), first_mover_gap(rows, n_boot, seed),
+                    regret_table(rows, n_boot, seed))

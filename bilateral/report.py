@@ -32,8 +32,10 @@ __all__ = ['MAX_BOOT', 'TINY_SPEC', 'BASE_SPEC', 'PROFILES', 'EXPERIMENTS', 'rep
 
 # %% ../nbs/12_report.ipynb #010b5eeb
 def report_tables(rows: pd.DataFrame, n_boot: int = 1000) -> dict[str, pd.DataFrame]:
-    "All tables of a report, from the per-game rows."
-    return {'leaderboard': leaderboard(rows, n_boot=n_boot),
+    "All tables of a report, from the per-game rows; the leaderboard carries each row's regret where there is one."
+    regret = regret_table(rows, n_boot=n_boot)
+    keep = regret[['agent', 'role', 'regret', 'regret_lo', 'regret_hi']]
+    return {'leaderboard': leaderboard(rows, n_boot=n_boot).merge(keep, on=['agent', 'role'], how='left'),
             'paired_buyer': paired_comparison(rows, 'buyer', n_boot=n_boot),
             'paired_seller': paired_comparison(rows, 'seller', n_boot=n_boot),
             'ratings': bradley_terry(rows, n_boot=max(50, n_boot // 5)),
@@ -42,7 +44,7 @@ def report_tables(rows: pd.DataFrame, n_boot: int = 1000) -> dict[str, pd.DataFr
             'behaviour': behaviour(rows, n_boot=n_boot),
             'tier_spread': tier_spread(rows, n_perm=n_boot),
             'sanity': sanity(rows),
-            'regret': regret_table(rows, n_boot=n_boot)}
+            'regret': regret}
 
 # %% ../nbs/12_report.ipynb #a8163415
 def _path_transcripts(store: Store, rows: pd.DataFrame, n_paths: int, pairs: list | None = None) -> list[dict]:

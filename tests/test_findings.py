@@ -12,9 +12,9 @@ def test_findings_experiment_writes_the_headline_table(tmp_path):
     params = {'run_dir': str(tmp_path), 'n_boot': 100, 'contrast_games_per_pair': 3}
     _execute('findings', tmp_path / 'findings.ipynb', params, False)
     table = pd.read_csv(tmp_path / 'findings.csv')
-    assert list(table['finding'].str[:3]) == ['(a)', '(b)', '(c)', '(c′', '(d)']
+    assert list(table['finding'].str[:3]) == ['(a)', '(b)', '(c)', '(c′', '(d)', '(e)']
     md = (tmp_path / 'findings.md').read_text()
-    assert md.startswith('| finding | measured (95 % CI over scenarios) |') and md.count('\n') == 7
+    assert md.startswith('| finding | measured (95 % CI over scenarios) |') and md.count('\n') == 8
     assert 'assertions off' in (tmp_path / 'findings.ipynb').read_text()
     # `bilateral report` writes the same table for the run without the notebook
     from bilateral.findings import findings_table
@@ -31,5 +31,5 @@ def test_report_writes_findings_only_where_the_agents_allow(tmp_path):
     run_tournament(TournamentSpec(AGENTS[:4], 3, seed=1), without, progress=False)
     write_report(with_all, n_boot=20, figures=False)
     write_report(without, n_boot=20, figures=False)
-    assert (with_all / 'findings.md').read_text().count('\n') == 7 and (with_all / 'findings.csv').exists()
+    assert (with_all / 'findings.md').read_text().count('\n') == 8 and (with_all / 'findings.csv').exists()
     assert not (without / 'findings.md').exists()
