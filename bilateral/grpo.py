@@ -336,12 +336,12 @@ _QWEN = dict(scenarios=500, num_generations=8, batch=8, max_steps=250, lr=5e-6, 
              load_in_4bit=True, checkpointing=True, preset=DEFAULT_PRESET, deadline=Rules.deadline,
              max_reply_tokens=None, scale_rewards='group')
 GRPO_CONFIGS = {
-    'tiny': dict(scenarios=64, num_generations=4, batch=8, max_steps=30, lr=2e-3, lora_r=16, lora_alpha=32,
+    'tiny': dict(scenarios=8, num_generations=4, batch=8, max_steps=30, lr=2e-3, lora_r=16, lora_alpha=32,
                  lora_dropout=0.0, target_modules='all-linear', max_completion_length=4096, max_length=8192,
-                 temperature=0.7, beta=0.02, threads=1, load_in_4bit=False, checkpointing=False, preset=DEFAULT_PRESET,
+                 temperature=0.3, beta=0.02, threads=1, load_in_4bit=False, checkpointing=False, preset=DEFAULT_PRESET,
                  deadline=Rules.deadline,
                  max_reply_tokens=96,   # each reply capped as an `hf:` agent caps it in a tournament
-                 scale_rewards='group'),   # TRL's advantage scaling: 'group' std, 'batch' or 'none'
+                 scale_rewards='none'),   # TRL's advantage scaling: 'group' std, 'batch' or 'none' (the sweep)
     'qwen3-8b': {**_QWEN, 'model': 'Qwen/Qwen3-8B'},
     'qwen3-14b': {**_QWEN, 'model': 'Qwen/Qwen3-14B'},
 }
