@@ -95,6 +95,16 @@ class Scenario:
         "The private number of `role`: value for the buyer, cost for the seller."
         return self.buyer_value if role is Role.BUYER else self.seller_cost
 
+# %% ../nbs/00_core.ipynb #6a800d7c
+from fastcore.basics import patch
+
+@patch
+def _repr_markdown_(self: Scenario) -> str:
+    "The scenario in a line: item, listing price and tier, both private numbers, the ZOPA (or the gap)."
+    zopa = f'ZOPA {fmt_money(self.zopa)}' if self.has_zopa else f'no ZOPA (a gap of {fmt_money(-self.zopa)})'
+    return (f"**{self.item.title}**, listed at {fmt_money(self.item.listing_price)} ({self.tier} tier): buyer's value "
+            f"{fmt_money(self.buyer_value)}, seller's cost {fmt_money(self.seller_cost)}, {zopa}").replace('$', r'\$')
+
 # %% ../nbs/00_core.ipynb #ca6ad40b
 class Offer(NamedTuple):
     "A binding standing offer."

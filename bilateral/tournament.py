@@ -84,6 +84,15 @@ class TournamentSpec:
         "Games in the tournament: every ordered pair, self-play or not, times `games_per_pair`."
         return (len(self.agents) ** 2 - (0 if self.self_play else len(self.agents))) * self.games_per_pair
 
+# %% ../nbs/09_tournament.ipynb #72cd6b76
+@patch
+def _repr_markdown_(self: TournamentSpec) -> str:
+    "The spec in a line: agents, games, preset, seed and the design."
+    design = (f'first mover {self.first_mover}' + (', antithetic pairs' if self.antithetic else '')
+              + ('' if self.paired else ', a scenario per game'))
+    return (f"**{len(self.agents)} agents**, {self.games_per_pair} games a pair ({self.n_games:,} games), preset "
+            f"`{self.preset}`, seed {self.seed}, {design}: " + ', '.join(f'`{a}`' for a in self.agents))
+
 # %% ../nbs/09_tournament.ipynb #f3b1c885
 @patch
 def defining(self: TournamentSpec) -> dict:
