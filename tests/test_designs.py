@@ -41,4 +41,6 @@ def test_the_analysis_reads_a_both_run_by_scenario(tmp_path):
     _, W = _win_matrices(rows)
     assert all(np.trace(w) == 0 for w in W)                               # no agent plays itself in a match
     reg = regret_table(rows, 100)
-    assert (reg['games'] == 3 * 8).all() and (reg['regret'] >= -1e-12).all()   # every game has its ceiling
+    roles, both = reg[reg['role'] != 'both'], reg[reg['role'] == 'both']
+    assert (roles['games'] == 3 * 8).all() and (both['games'] == 2 * 3 * 8).all()   # every game has its ceiling
+    assert (reg['regret'] >= -1e-12).all()
