@@ -187,7 +187,8 @@ def _finding_c(tf: pd.DataFrame) -> dict:
 # %% ../nbs/10b_findings.ipynb #9c229a9e
 def _finding_c_all(tf: pd.DataFrame) -> dict:
     p = tf[tf['proportional']]
-    return {'finding': "(c′) the same against all opponents (the haggler's games included)", 'measured': _flat_words(p),
+    return {'finding': "(c′) the same against all opponents (the haggler's games included)",
+            'measured': _flat_words(p),
             'predicted': "not every proportional agent flat: the haggler's tier dependence reaches its opponents",
             'agrees': bool(not p['flat'].all())}
 
@@ -232,8 +233,9 @@ def headline_markdown(table: pd.DataFrame) -> str:
 # %% ../nbs/10b_findings.ipynb #5f06ee5d
 FINDING_AGENTS = ('boulware', 'linear', 'conceder', 'accommodating')
 
-def findings_table(rows, n_boot: int = 1000, seed: int = 0, contrast_games_per_pair: int = 30) -> pd.DataFrame | None:
-    "The headline table of a run whose agents allow every finding, or None."
+def findings_table(rows, n_boot: int = 1000, seed: int = 0, contrast_games_per_pair: int = 30,
+                   regret: pd.DataFrame | None = None) -> pd.DataFrame | None:
+    "The headline table of a run whose agents allow every finding (`regret`: its `regret_table`, if made), or None."
     from bilateral.metrics import game_row
     from bilateral.tournament import round_robin
     from bilateral.ceiling import regret_table
@@ -250,4 +252,4 @@ def findings_table(rows, n_boot: int = 1000, seed: int = 0, contrast_games_per_p
     return headline(trade_off(rows, n_boot, seed), accommodating_roles(rows, n_boot=n_boot, seed=seed),
                     tier_finding(rows, n_boot, seed, n_boot=n_boot), high,
                     tier_finding(rows, n_boot, seed, 'all', n_boot), first_mover_gap(rows, n_boot, seed),
-                    regret_table(rows, n_boot, seed))
+                    regret_table(rows, n_boot, seed) if regret is None else regret)

@@ -96,7 +96,7 @@ def write_report(run_dir: str | Path, n_boot: int = 1000, figures: bool = True) 
         if rows.empty: raise StoreError(f'the store in {run_dir} holds no games yet')
         tables = report_tables(rows, n_boot)
         _write_tables(tables, run_dir / 'tables')
-        found = findings_table(rows, n_boot)
+        found = findings_table(rows, n_boot, regret=tables['regret'])
         if found is not None: _write_findings(found, run_dir)
         figs = report_figures(store, rows, tables, run_dir / 'figures', n_boot) if figures else {}
         page = write_view(run_dir, n_boot=min(n_boot, 200), tables=tables) if figures else None

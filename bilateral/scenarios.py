@@ -199,9 +199,8 @@ def mirror(sc: Scenario) -> Scenario:
 
 # %% ../nbs/01_scenarios.ipynb #56d1b15a
 def antithetic(scenarios: list[Scenario]) -> list[Scenario]:
-    "Each scenario followed by its mirror: the first half of `scenarios` becomes a list as long (`n` even)."
-    if len(scenarios) % 2: raise ConfigError(f'antithetic pairs need an even number of scenarios, got {len(scenarios)}')
-    return [x for s in scenarios[:len(scenarios) // 2] for x in (s, mirror(s))]
+    "Each scenario followed by its mirror: twice as many scenarios, in pairs whose tilts cancel."
+    return [x for s in scenarios for x in (s, mirror(s))]
 
 # %% ../nbs/01_scenarios.ipynb #a0ad132d
 def zopa_bucket(sc: Scenario,         # the scenario

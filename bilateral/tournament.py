@@ -17,7 +17,7 @@ from typing import NamedTuple, Iterator
 from fastcore.basics import patch
 from tqdm.auto import tqdm
 from .core import BilateralError, ConfigError, Scenario, derive_seed
-from .scenarios import sample_scenarios, default_catalogue, value_model, DEFAULT_PRESET, antithetic, mirror
+from .scenarios import sample_scenarios, default_catalogue, value_model, DEFAULT_PRESET, antithetic
 from .protocol import Rules
 from .core import dumps
 import bilateral
@@ -48,8 +48,8 @@ def _check_design(spec):
     "Refuse a first mover that does not exist, and designs that need an even games_per_pair or paired scenarios."
     if spec.first_mover not in FIRST_MOVERS:
         raise ConfigError(f"first_mover must be one of {', '.join(FIRST_MOVERS)}, got {spec.first_mover!r}")
-    if (spec.first_mover == 'both' or spec.antithetic) and spec.games_per_pair % 2:
-        raise ConfigError("first_mover='both' and antithetic pairs need an even games_per_pair")
+    if spec.games_per_pair % 2 ** ((spec.first_mover == 'both') + spec.antithetic):   # each option halves it
+        raise ConfigError("first_mover='both' and antithetic pairs need an even games_per_pair (both: a multiple of 4)")
     if spec.first_mover == 'both' and not spec.paired:
         raise ConfigError("first_mover='both' plays each paired scenario twice: it needs paired=True")
 
@@ -155,8 +155,8 @@ def plan(spec: TournamentSpec) -> Iterator[GameTask]:
     rank, per = {p: k for k, p in enumerate(sorted(pairs))}, 1 if spec.paired else len(pairs)
     both = spec.first_mover == 'both'
     n = (spec.games_per_pair // 2 if both else spec.games_per_pair) * per
-    scenarios = sample_scenarios(n, spec.preset, spec.seed, zopa_width=spec.zopa_width)
-    scenarios = antithetic(scenarios) if spec.antithetic else scenarios
+    drawn = sample_scenarios(n // 2 if spec.antithetic else n, spec.preset, spec.seed, zopa_width=spec.zopa_width)
+    scenarios = antithetic(drawn) if spec.antithetic else drawn   # scenario i depends only on the seed and i
     for g in range(spec.games_per_pair):
         for b, e in pairs:
             j = g if spec.paired else g * per + rank[(b, e)]          # the game's number in its pair
