@@ -1,4 +1,4 @@
-"""The commands: agents, run, play, tournament, report, reproduce, tiny-model, bench, train, evaluate.
+"""The commands: agents, run, play, tournament, merge, report, reproduce, tiny-model, bench, train, evaluate.
 
 Docs: https://github.com/bilateral-dev/bilateral/cli.html.md"""
 
@@ -24,11 +24,11 @@ from .core import BilateralError, ConfigError, dumps
 from .agents import Opt, display_name, load_agent_kinds, make_agent
 from .play import format_game, play
 from .metrics import format_leaderboard, game_row, leaderboard
-from .store import Store, nan_to_none
+from .store import Store, merge_stores, nan_to_none
 
 # %% auto #0
-__all__ = ['SEED', 'CliError', 'Incomplete', 'cmd_agents', 'cmd_run', 'cmd_tournament', 'cmd_report', 'cmd_view', 'cmd_reproduce',
-           'cmd_play', 'cmd_tiny', 'cmd_train', 'cmd_evaluate', 'cmd_bench', 'parser', 'main']
+__all__ = ['SEED', 'CliError', 'Incomplete', 'cmd_agents', 'cmd_run', 'cmd_tournament', 'cmd_merge', 'cmd_report', 'cmd_view',
+           'cmd_reproduce', 'cmd_play', 'cmd_tiny', 'cmd_train', 'cmd_evaluate', 'cmd_bench', 'parser', 'main']
 
 # %% ../nbs/13_cli.ipynb #ca6d725b
 class CliError(Exception): "A usage error, reported in one line."
@@ -161,8 +161,9 @@ def _tournament_line(s: dict, out: str) -> str:
     reasons = ', '.join(f'{k} {v}' for k, v in s['end_reasons'].items())
     rate = f", {s['games_per_s']:.0f} games/s" if s['games_per_s'] else ''
     rate += f", {s['workers']} worker processes" if s.get('workers', 1) > 1 else ''
-    return (f"{s['stored']}/{s['games']} games stored in {out} ({s['played']} played now in {s['seconds']} s{rate})"
-            f"{'; ' + reasons if reasons else ''}")
+    part = f" of shard {s['shard']}" if s.get('shard') else ''
+    return (f"{s['stored']}/{s['games']} games{part} stored in {out} ({s['played']} played now in {s['seconds']} s"
+            f"{rate}){'; ' + reasons if reasons else ''}")
 
 # %% ../nbs/13_cli.ipynb #04136b04
 def _stopped_by_ctrl_c(out: str) -> CliError:
@@ -171,6 +172,13 @@ def _stopped_by_ctrl_c(out: str) -> CliError:
         with Store(out, create=False) as st: n = st.count()
     except BilateralError: n = 0
     return CliError(f'interrupted: {n} finished games are stored in {out}; run the same command again to resume')
+
+# %% ../nbs/13_cli.ipynb #6ebbbb8a
+def _shard(text: str):
+    "An argparse type: K/N, part K of N of a tournament (`tournament.as_shard`)."
+    from bilateral.tournament import as_shard
+    try: return as_shard(text)
+    except ConfigError as e: raise argparse.ArgumentTypeError(str(e)) from None
 
 # %% ../nbs/13_cli.ipynb #7410291f
 def cmd_tournament(a) -> str:
@@ -183,7 +191,7 @@ def cmd_tournament(a) -> str:
     limits = _agent_limits(a.agent_limit)
     try:
         s = run_tournament(spec, a.out, concurrency=a.concurrency, agent_limits=limits, progress=not a.quiet,
-                           extend=a.extend, workers=a.workers)
+                           extend=a.extend, workers=a.workers, shard=a.shard)
         with Store(a.out, create=False) as st: lb = leaderboard(st.rows()) if st.count() else None
     except KeyboardInterrupt: raise _stopped_by_ctrl_c(a.out) from None
     out = _tournament_line(s, a.out)
@@ -219,7 +227,42 @@ def _add_tournament(sub):
     t.add_argument('--unpaired', action='store_true', help='a scenario per game (training data), not per pair')
     t.add_argument('--quiet', action='store_true')
     t.add_argument('--extend', action='store_true', help='add agents or games to the run already in --out')
+    t.add_argument('--shard', type=_shard, default=None, metavar='K/N',
+                   help='play only part K of N of the games (one machine of N); `merge` combines the parts')
     t.set_defaults(fn=cmd_tournament)
+
+# %% ../nbs/13_cli.ipynb #75feb951
+def _merge_line(m: dict, out: str, planned: int) -> str:
+    "One line on a merge from `merge_stores`'s summary `m`: copied, already there, shards, stored of planned."
+    n, shards = m['sources'], m['shards']
+    which = (f"; shard{'s' * (len(shards) > 1)} {', '.join(str(s['k']) for s in shards)} of {shards[0]['n']} merged"
+             if shards else '')
+    return (f"{m['copied']} games copied into {out} from {n} director{'y' if n == 1 else 'ies'} ({m['already']} "
+            f"already there){which}; {m['stored']}/{planned} games stored")
+
+# %% ../nbs/13_cli.ipynb #5f7f38b3
+def cmd_merge(a) -> str:
+    "Combine the run directories of a tournament's shards into one run directory, each game once."
+    from bilateral.tournament import TournamentSpec
+    m = merge_stores(a.out, a.shard_dirs)
+    planned = TournamentSpec.from_json(m['spec']).n_games
+    out = _merge_line(m, a.out, planned)
+    if m['stored'] >= planned: return out
+    n = m['shards'][0]['n'] if m['shards'] else 0
+    absent = [str(k) for k in range(1, n + 1) if k not in {s['k'] for s in m['shards']}]
+    why = [f"shard{'s' * (len(absent) > 1)} {', '.join(absent)} of {n} not merged yet"] if absent else []
+    why += [f"{m['failures']} could not be played"] if m['failures'] else []
+    raise Incomplete(out, f"{planned - m['stored']} of {planned} planned games are not in {a.out} "
+                          f"({'; '.join(why) or 'not played yet'}): merge the missing shards, or run the same "
+                          f"tournament into {a.out} without --shard to play them")
+
+# %% ../nbs/13_cli.ipynb #c63b05d6
+def _add_merge(sub):
+    m = sub.add_parser('merge', help="combine the run directories of a tournament's shards (each game once)")
+    m.add_argument('out', type=_path, help='the run directory to merge into (made if need be)')
+    m.add_argument('shard_dirs', nargs='+', type=_path, metavar='SHARD_DIR',
+                   help='the run directories of the shards (tournament --shard K/N)')
+    m.set_defaults(fn=cmd_merge)
 
 # %% ../nbs/13_cli.ipynb #4cbba761
 def cmd_report(a) -> str:
@@ -529,8 +572,8 @@ def _add_bench(sub):
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog='bilateral', description='Bilateral bargaining with private information.')
     sub = p.add_subparsers(dest='cmd', required=True, parser_class=_Parser)
-    adds = (_add_agents, _add_run, _add_tournament, _add_report, _add_view, _add_reproduce, _add_play, _add_tiny,
-            _add_bench, _add_train, _add_evaluate)
+    adds = (_add_agents, _add_run, _add_tournament, _add_merge, _add_report, _add_view, _add_reproduce, _add_play,
+            _add_tiny, _add_bench, _add_train, _add_evaluate)
     for add in adds: add(sub)
     return p
 

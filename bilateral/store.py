@@ -18,7 +18,7 @@ from .core import BilateralError
 from .core import dumps
 
 # %% auto #0
-__all__ = ['SCHEMA', 'StoreError', 'nan_to_none', 'Store', 'run_lock', 'encode_game']
+__all__ = ['SCHEMA', 'StoreError', 'nan_to_none', 'Store', 'run_lock', 'encode_game', 'game_differences', 'merge_stores']
 
 # %% ../nbs/08_store.ipynb #3a2b5ae5
 SCHEMA = """
@@ -172,15 +172,31 @@ def _grows(old_spec: dict, spec: dict, diff: list[str]) -> bool:
             and spec['self_play'] >= old_spec['self_play']
             and set(diff) <= {'agents', 'games_per_pair', 'self_play'})
 
+# %% ../nbs/08_store.ipynb #3ed3d9d1
+def _shard_name(shard: dict | None) -> str:
+    "'shard K/N', or 'the whole run' for None."
+    return f"shard {shard['k']}/{shard['n']}" if shard else 'the whole run'
+
+# %% ../nbs/08_store.ipynb #ebb11c6d
+@patch
+def _check_shard(self: Store, shard: dict | None) -> None:
+    "Refuse a shard other than the one this store holds (None: the whole run); a new store takes any."
+    old = self.get_meta('shard')
+    if self.get_meta('spec') is None or old == shard: return
+    how = (f"pass --shard {old['k']}/{old['n']} to resume it, or `bilateral merge` to combine the shards" if old
+           else 'use a new --out directory for each shard')
+    raise StoreError(f'{self.dir} holds {_shard_name(old)} of this tournament, not {_shard_name(shard)}: {how}')
+
 # %% ../nbs/08_store.ipynb #dfb67d13
 @patch
 def claim(self: Store,
-          defining: dict,        # the part of the spec that fixes what each game is: never changes
-          spec: dict,            # the whole spec: agents and numbers of games too
-          extend: bool = False,  # accept a spec that only adds agents or games
+          defining: dict,             # the part of the spec that fixes what each game is: never changes
+          spec: dict,                 # the whole spec: agents and numbers of games too
+          extend: bool = False,       # accept a spec that only adds agents or games
+          shard: dict | None = None,  # the part of the plan this run plays ({'k': 2, 'n': 4}); None: all of it
          ) -> None:
     """Bind the store to one run: refuse a spec that defines other games, or plays other agents or numbers of games;
-    with `extend`, accept a spec that only adds agents or games to the stored one."""
+    with `extend`, accept a spec that only adds agents or games to the stored one; refuse another shard."""
     defining, spec = json.loads(dumps(defining)), json.loads(dumps(spec))
     old, old_spec = self.get_meta('defining'), self.get_meta('spec')
     if old is not None and old != defining:
@@ -192,8 +208,10 @@ def claim(self: Store,
         if not extend or not grows:
             how = 'pass --extend to add agents or games to it' if grows else 'use a new --out directory'
             raise StoreError(f'{self.dir} holds a run of another spec (differs in: {", ".join(diff)}); {how}')
+    self._check_shard(shard)
     self.set_meta('defining', defining)
     self.set_meta('spec', spec)
+    if shard: self.set_meta('shard', shard)
 
 # %% ../nbs/08_store.ipynb #a91dc358
 def _z(obj) -> bytes | None: return None if obj is None else zlib.compress(dumps(obj).encode(), 1)
@@ -304,3 +322,119 @@ def export(self: Store, out_dir: str | Path | None = None) -> dict:
     with open(jl, 'w') as f:
         for g, t in self.transcripts(): f.write(dumps({'game_id': g, **t}) + '\n')
     return {'parquet': pq, 'jsonl': jl}
+
+# %% ../nbs/08_store.ipynb #263fd14f
+_WALL_CLOCK = ('latency_s', 'wall_s')
+
+def _timeless(blob: bytes | None):
+    "A stored (compressed) transcript or conversation, decoded, without the wall-clock times of its agents' reports."
+    if blob is None: return None
+    t = json.loads(zlib.decompress(blob))
+    for info in (t.get('agent_info') or {}).values() if isinstance(t, dict) else ():
+        for k in _WALL_CLOCK: info.pop(k, None)
+    return t
+
+# %% ../nbs/08_store.ipynb #de9141e4
+def game_differences(a: tuple, b: tuple) -> list[str]:
+    "The columns in which two copies of a `games` row differ, wall-clock times (`_WALL_CLOCK`, `finished_at`) aside."
+    out = []
+    for col, x, y in zip(_COLUMNS['games'], a, b):
+        if col == 'finished_at' or x == y: continue
+        if col in ('transcript', 'messages') and _timeless(x) == _timeless(y): continue
+        out.append(col)
+    return out
+
+# %% ../nbs/08_store.ipynb #34d32e81
+@patch
+def _merge_games(self: Store, src: Store, origin: dict) -> tuple[int, int]:
+    "Copy the games of `src` that this store lacks: (copied, already here); `StoreError` when two copies differ."
+    copied = same = 0
+    for values in src.con.execute('SELECT * FROM games ORDER BY game_id'):
+        have = self.con.execute('SELECT * FROM games WHERE game_id=?', (values[0],)).fetchone()
+        if have is None:
+            self.con.execute('INSERT INTO games VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)', values)
+            origin[values[0]] = src.dir
+            copied += 1
+        elif (diff := game_differences(have, values)):
+            raise StoreError(f'game {values[0]} differs between {origin.get(values[0], self.dir)} and {src.dir} '
+                             f'(in: {", ".join(diff)}); nothing was merged')
+        else: same += 1
+    return copied, same
+
+# %% ../nbs/08_store.ipynb #13b4df7d
+@patch
+def _merge_failures(self: Store, src: Store) -> None:
+    "Copy the failures of `src` that this store lacks (the first one recorded for a game stays)."
+    for values in src.con.execute('SELECT * FROM failures ORDER BY game_id'):
+        self.con.execute('INSERT INTO failures VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(game_id) DO NOTHING', values)
+
+# %% ../nbs/08_store.ipynb #e34a91cd
+def _same_tournament(a: Store, b: Store) -> None:
+    "Refuse `b` unless it holds a run of the same spec as `a`."
+    for st in (a, b):
+        if st.get_meta('spec') is None: raise StoreError(f'{st.dir} holds no tournament (its store has no spec)')
+    for key in ('defining', 'spec'):
+        x, y = a.get_meta(key), b.get_meta(key)
+        if x != y:
+            raise StoreError(f'{b.dir} holds another tournament than {a.dir} (differs in: '
+                             f'{", ".join(_differences(x, y))}); only runs of one spec merge')
+
+# %% ../nbs/08_store.ipynb #e477f85c
+def _open_sources(out_dir: Path, sources: list) -> list[Store]:
+    "The stores of `sources`: run directories of one spec, none of them `out_dir`, none given twice."
+    if not sources: raise StoreError('nothing to merge: name the run directories of the shards')
+    seen, stores = {out_dir.resolve(): 'as the directory merged into'}, []
+    try:
+        for d in map(Path, sources):
+            if (was := seen.get(d.resolve())): raise StoreError(f'{d} is given twice ({was})')
+            seen[d.resolve()] = f'as {d}'
+            stores.append(Store(d, create=False))
+            _same_tournament(stores[0], stores[-1])
+    except BaseException:
+        for st in stores: st.close()
+        raise
+    return stores
+
+# %% ../nbs/08_store.ipynb #2a78c9e1
+def _shards_merged(srcs: list[Store], out: Store | None = None) -> list[dict]:
+    "The shards `out` holds once `srcs` are merged into it; refuse a shard given twice, mixed splits, a shard as `out`."
+    if out is not None and (own := out.get_meta('shard')):
+        raise StoreError(f'{out.dir} holds {_shard_name(own)} of a tournament: merge into another directory')
+    given, shards = {}, {(s['k'], s['n']) for st in [out, *srcs] if st for s in st.get_meta('merged') or []}
+    for st in srcs:
+        if not (s := st.get_meta('shard')): continue
+        if (s['k'], s['n']) in given: raise StoreError(f'{_shard_name(s)} is in two directories: '
+                                                       f'{given[s["k"], s["n"]]} and {st.dir}')
+        given[s['k'], s['n']] = st.dir
+    shards |= set(given)
+    if len({n for _, n in shards}) > 1:
+        splits = ', '.join(f'{k}/{n}' for k, n in sorted(shards, key=lambda s: s[::-1]))
+        raise StoreError(f'shards of different splits ({splits}): merge the shards of one split')
+    return [{'k': k, 'n': n} for k, n in sorted(shards)]
+
+# %% ../nbs/08_store.ipynb #d6b10dfa
+def merge_stores(out_dir: str | Path,  # the run directory to merge into (created if need be)
+                 sources: list,        # run directories of one spec: its shards, or other runs of it
+                ) -> dict:
+    """Copy into `out_dir` every game of `sources` that it lacks, and the failures of games that none of them played;
+    refuse other specs, a shard given twice, and two copies of a game that differ. Merging again adds nothing."""
+    out_dir = Path(out_dir)
+    srcs = _open_sources(out_dir, sources)
+    try:
+        _shards_merged(srcs)                  # refused before the target is made
+        with run_lock(out_dir), Store(out_dir) as out:
+            if out.get_meta('spec') is not None: _same_tournament(srcs[0], out)
+            shards, origin, copied, same = _shards_merged(srcs, out), {}, 0, 0
+            with _transaction(out.con):
+                for st in srcs:
+                    n, m = out._merge_games(st, origin)
+                    copied, same = copied + n, same + m
+                for st in srcs: out._merge_failures(st)
+                out.con.execute('DELETE FROM failures WHERE game_id IN (SELECT game_id FROM games)')
+                for key in ('defining', 'spec'): out.set_meta(key, srcs[0].get_meta(key))
+                if shards: out.set_meta('merged', shards)
+            return {'run_dir': str(out_dir), 'sources': len(srcs), 'copied': copied, 'already': same,
+                    'stored': out.count(), 'failures': len(out.failures()), 'shards': shards,
+                    'spec': out.get_meta('spec')}
+    finally:
+        for st in srcs: st.close()

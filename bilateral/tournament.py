@@ -6,7 +6,7 @@ Docs: https://github.com/bilateral-dev/bilateral/tournament.html.md"""
 
 # %% ../nbs/09_tournament.ipynb #989cc904
 from __future__ import annotations
-import asyncio, hashlib, inspect, itertools, json, marshal, os, signal, struct, sys, tempfile, threading, time
+import asyncio, hashlib, inspect, itertools, json, marshal, os, re, signal, struct, sys, tempfile, threading, time
 from contextlib import suppress
 from importlib.metadata import entry_points
 from collections import Counter
@@ -27,9 +27,10 @@ from .metrics import game_row
 from .store import Store, encode_game, run_lock
 
 # %% auto #0
-__all__ = ['MAX_GAMES_PER_PAIR', 'MAX_GAMES', 'MAX_CONCURRENCY', 'FIRST_MOVERS', 'MAX_WORKERS', 'MIN_GAMES_PER_WORKER',
-           'catalogue_fingerprint', 'TournamentSpec', 'GameTask', 'pairings', 'game_id', 'first_mover_of', 'plan',
-           'RunStopped', 'available_cores', 'choose_workers', 'WorkerCrashed', 'run_tournament_async', 'run_tournament',
+__all__ = ['MAX_GAMES_PER_PAIR', 'MAX_GAMES', 'MAX_CONCURRENCY', 'FIRST_MOVERS', 'MAX_SHARDS', 'MAX_WORKERS',
+           'MIN_GAMES_PER_WORKER', 'catalogue_fingerprint', 'TournamentSpec', 'GameTask', 'pairings', 'game_id',
+           'first_mover_of', 'plan', 'Shard', 'as_shard', 'shard_of', 'shard_plan', 'shard_size', 'RunStopped',
+           'available_cores', 'choose_workers', 'WorkerCrashed', 'run_tournament_async', 'run_tournament',
            'round_robin']
 
 # %% ../nbs/09_tournament.ipynb #d3e2b1ad
@@ -164,6 +165,52 @@ def plan(spec: TournamentSpec) -> Iterator[GameTask]:
             mover = ('buyer', 'seller')[j % 2] if both else first_mover_of(spec.first_mover, j)
             rules = replace(spec.rules, first_mover=mover)
             yield GameTask(game_id(h, b, e, j), b, e, j, scenarios[k], derive_seed(spec.seed, 'game', k), rules)
+
+# %% ../nbs/09_tournament.ipynb #de729f0d
+MAX_SHARDS = 10_000
+
+class Shard(NamedTuple):
+    "Part `k` of `n` (1 <= k <= n) of a tournament's games."
+    k: int
+    n: int
+    def __str__(self) -> str: return f'{self.k}/{self.n}'
+
+# %% ../nbs/09_tournament.ipynb #a1b5b76f
+def as_shard(x) -> Shard | None:
+    "None, a `Shard`, (k, n) or 'K/N' as a `Shard`; `ConfigError` unless 1 <= K <= N <= `MAX_SHARDS`."
+    if x is None: return None
+    m = re.fullmatch(r'\s*(\d+)\s*/\s*(\d+)\s*', x, re.ASCII) if isinstance(x, str) else None
+    kn = (int(m[1]), int(m[2])) if m else x if isinstance(x, tuple) else ()
+    if not (len(kn) == 2 and all(type(v) is int for v in kn) and 1 <= kn[0] <= kn[1] <= MAX_SHARDS):
+        raise ConfigError(f'a shard is K/N, part K of N with 1 <= K <= N <= {MAX_SHARDS:,} (e.g. 2/4), got {x!r}')
+    return Shard(*kn)
+
+# %% ../nbs/09_tournament.ipynb #fc693b92
+def _pair_offset(buyer: str, seller: str) -> int:
+    "A stable hash of the ordered pair (buyer, seller)."
+    return int.from_bytes(hashlib.blake2b(f'{buyer}\x1f{seller}'.encode(), digest_size=8).digest(), 'big')
+
+def shard_of(buyer: str,   # the buyer's spec
+             seller: str,  # the seller's spec
+             g: int,       # the game's round: its number in the pair, from 0
+             n: int,       # the number of shards
+            ) -> int:
+    "The shard (1 to `n`) of game `g` of the pair (buyer, seller): each pair's games are dealt out in turn."
+    return (g + _pair_offset(buyer, seller)) % n + 1
+
+# %% ../nbs/09_tournament.ipynb #3f256b4d
+def shard_plan(spec: TournamentSpec, shard: Shard | None = None) -> Iterator[tuple[int, GameTask]]:
+    "(position in `plan(spec)`, game) of the games of `shard` (None: all of them), in the plan's order."
+    p = len(pairings(spec.agents, spec.self_play))
+    for k, t in enumerate(plan(spec)):     # round by round: a game of every pair in each round
+        if shard is None or shard_of(t.buyer, t.seller, k // p, shard.n) == shard.k: yield k, t
+
+# %% ../nbs/09_tournament.ipynb #e881a90a
+def shard_size(spec: TournamentSpec, shard: Shard | None = None) -> int:
+    "The number of games of `spec` in `shard` (None: all of them), counted without laying out the plan."
+    if shard is None: return spec.n_games
+    return sum(len(range((shard.k - 1 - _pair_offset(b, s)) % shard.n, spec.games_per_pair, shard.n))
+               for b, s in pairings(spec.agents, spec.self_play))
 
 # %% ../nbs/09_tournament.ipynb #b975e34f
 class RunStopped(BilateralError):
@@ -395,16 +442,18 @@ async def _play_here(missing: list, concurrency: int, agent_limits: dict | None,
 # %% ../nbs/09_tournament.ipynb #4fc0aef3
 async def run_tournament_async(spec: TournamentSpec, out_dir: str | Path, concurrency: int = 8,
                                agent_limits: dict | None = None, progress: bool = True, extend: bool = False,
-                               workers: int | None = None) -> dict:
-    """Play the missing games of `spec` into the store in `out_dir`; return a summary. Games that could not be played
-    are recorded apart and played again by the next run; a refused key or unknown model stops the run (`RunStopped`).
-    `workers` processes play the games (None: the cores, where that pays); this process alone writes the store."""
+                               workers: int | None = None, shard: Shard | str | None = None) -> dict:
+    """Play the missing games of `spec` (of its `shard` alone, when given) into the store in `out_dir`; return a
+    summary. Games that could not be played are recorded apart and played again by the next run; a refused key or
+    unknown model stops the run (`RunStopped`). `workers` processes play the games (None: the cores, where that
+    pays); this process alone writes the store."""
     _check_run(spec, concurrency, agent_limits, workers)
     if extend and not spec.paired: raise ConfigError('an unpaired run cannot be extended (its scenarios would move)')
+    shard = as_shard(shard)
     with run_lock(out_dir), Store(out_dir) as store:
-        store.claim(spec.defining(), spec.to_json(), extend)
-        done, total = store.done_ids(), spec.n_games
-        missing = [(k, t) for k, t in enumerate(plan(spec)) if t.game_id not in done]
+        store.claim(spec.defining(), spec.to_json(), extend, shard and shard._asdict())
+        done, total = store.done_ids(), shard_size(spec, shard)
+        missing = [(k, t) for k, t in shard_plan(spec, shard) if t.game_id not in done]
         n, tally, t0 = choose_workers(spec, len(missing), workers, agent_limits), _Tally(), time.perf_counter()
         bar = tqdm(total=total, initial=total - len(missing), disable=not progress, unit='game', desc='games')
         try:
@@ -419,7 +468,7 @@ async def run_tournament_async(spec: TournamentSpec, out_dir: str | Path, concur
             more = f' (and {len(tally.crashed) - 1} more)' if len(tally.crashed) > 1 else ''
             raise WorkerCrashed(f'{tally.crashed[0]}{more}; {stored}/{total} games stored: run the same command '
                                 'again to play the rest')
-        return {**_summary(out_dir, total, stored, dt, tally), 'workers': n}
+        return {**_summary(out_dir, total, stored, dt, tally), 'workers': n, **({'shard': str(shard)} if shard else {})}
 
 # %% ../nbs/09_tournament.ipynb #34168ac0
 def run_tournament(spec: TournamentSpec, out_dir: str | Path, **kwargs) -> dict:
@@ -427,6 +476,7 @@ def run_tournament(spec: TournamentSpec, out_dir: str | Path, **kwargs) -> dict:
     a = inspect.signature(run_tournament_async).bind(spec, out_dir, **kwargs)
     a.apply_defaults()
     _check_run(spec, a.arguments['concurrency'], a.arguments['agent_limits'], a.arguments['workers'])
+    as_shard(a.arguments['shard'])
     return run_sync(run_tournament_async(spec, out_dir, **kwargs))
 
 # %% ../nbs/09_tournament.ipynb #b11ccabd

@@ -19,7 +19,7 @@ from .engine import Call, End, Failure, NoCall, calls, offers, records, said
 from .metrics import leaderboard, page_columns
 from .agents import display_name
 from .analysis import bradley_terry, breakdown, sanity
-from .tournament import TournamentSpec
+from .tournament import Shard, TournamentSpec, shard_size
 from . import plots
 
 # %% auto #0
@@ -287,8 +287,8 @@ def view_charts(rows: pd.DataFrame, tables: dict, curves: pd.DataFrame, n_boot: 
 # %% ../nbs/12b_view.ipynb #7e8275e8
 def run_info(store: Store, rows: pd.DataFrame) -> dict:
     "The spec, the progress and the identity of a run, for the page's header."
-    spec, failed = store.get_meta('spec') or {}, store.failures()
-    planned = TournamentSpec.from_json(spec).n_games if spec else len(rows)
+    spec, failed, shard = store.get_meta('spec') or {}, store.failures(), store.get_meta('shard')
+    planned = shard_size(TournamentSpec.from_json(spec), shard and Shard(**shard)) if spec else len(rows)
     hashes = sorted({h for c in rows.columns if c.endswith('_prompt_hash') for h in rows[c].dropna().unique()})
     return {
         'spec': spec,
