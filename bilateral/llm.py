@@ -20,7 +20,8 @@ from .chat import PROMPT_NAME, ChatAgent, ChatLimits, Reply, prompt_hash
 # %% auto #0
 __all__ = ['KNOWN_KEYS', 'LOCAL_HOSTS', 'MAX_REPLY_BYTES', 'RETRY_STATUS', 'SAMPLING', 'OPTIONS', 'default_cache_path',
            'LLMCache', 'price_table', 'cost_usd', 'key_env_for', 'AdaptiveLimiter', 'ReplyTooLarge', 'Endpoint',
-           'endpoint', 'retry_after', 'request', 'split_model', 'OpenAIAgent']
+           'endpoint', 'retry_after', 'GaveUp', 'request', 'Replicas', 'request_any', 'replicas', 'base_urls',
+           'split_model', 'OpenAIAgent', 'replica_requests']
 
 # %% ../nbs/06_llm.ipynb #5a71b562
 def default_cache_path() -> Path:
@@ -153,6 +154,7 @@ class Endpoint:
                                          http_client=http)
         self.limiter = AdaptiveLimiter(concurrency)
         self.dead, self.requests, self.ok, self.timeout = None, 0, 0, timeout
+        self.in_flight, self.down = 0, None     # requests in flight; why it is down (a replica), None: up
 
 # %% ../nbs/06_llm.ipynb #6ba4c9bb
 @patch
@@ -263,7 +265,9 @@ async def _attempt(ep: Endpoint, kwargs: dict, st: _Tries, limit: float):
     except ReplyTooLarge as e: raise Unreachable('too_large', f'{ep.base_url or "api.openai.com"}: {e}') from None
     except openai.APIStatusError as e: return _status_error(ep, e, st)
     except (openai.APITimeoutError, TimeoutError): st.last, st.cause = 'timeout', 'timeout'
-    except openai.APIConnectionError: st.last, st.cause = 'connection error', 'connection'
+    except openai.APIConnectionError:
+        st.last, st.cause = 'connection error', 'connection'
+        ep.down = ep.down or f'{ep.base_url or "api.openai.com"}: connection error'   # until it answers again
     except (openai.APIError, ValueError) as e:
         st.last, st.cause = f'unreadable response: {type(e).__name__}', 'bad_response'
     return _AGAIN
@@ -277,6 +281,10 @@ def _left(ep: Endpoint, deadline: float | None, wait: float = 0.0) -> float:
         raise Unreachable('timeout', f'{ep.base_url or "api.openai.com"}: the game reached its max_wall_s while '
                           'waiting for the server')
     return min(ep.timeout, left)
+
+# %% ../nbs/06_llm.ipynb #3fca7df3
+class GaveUp(Unreachable):
+    "Every try of a request failed (connection errors, timeouts, 5xx, 429s, unreadable replies): its server is failing."
 
 # %% ../nbs/06_llm.ipynb #48626cb7
 async def request(ep: Endpoint,                      # the endpoint: its client, limiter and state
@@ -301,7 +309,89 @@ async def request(ep: Endpoint,                      # the endpoint: its client,
                 _left(ep, deadline, wait)
                 await asyncio.sleep(wait)
     finally: _MAX_REPLY.reset(token)
-    raise Unreachable(st.cause, f'{ep.base_url or "api.openai.com"}: gave up after {retries + 1} attempts ({st.last})')
+    raise GaveUp(st.cause, f'{ep.base_url or "api.openai.com"}: gave up after {retries + 1} attempts ({st.last})')
+
+# %% ../nbs/06_llm.ipynb #eb201913
+class Replicas:
+    "The endpoints of one model's replicas in one event loop: where each of its requests goes."
+    def __init__(self, eps: list[Endpoint]):
+        self.eps, self.turn, self.probed, self.lock = list(eps), 0, False, asyncio.Lock()
+
+# %% ../nbs/06_llm.ipynb #712fd210
+@patch
+def pick(self: Replicas) -> Endpoint:
+    "The replica with the fewest requests in flight among those up (all when none is up); ties in turn."
+    n = len(self.eps)
+    up = [i for i, e in enumerate(self.eps) if e.down is None] or range(n)
+    i = min(up, key=lambda j: (self.eps[j].in_flight, (j - self.turn) % n))
+    self.turn = (i + 1) % n
+    return self.eps[i]
+
+# %% ../nbs/06_llm.ipynb #5dc3c26f
+async def _refuses(url: str, timeout: float = 2.0) -> str | None:
+    "Why the server of `url` takes no TCP connection within `timeout` seconds; None when it takes one."
+    u = urlparse(url)
+    try:
+        async with asyncio.timeout(timeout):
+            _, w = await asyncio.open_connection(u.hostname, u.port or (443 if u.scheme == 'https' else 80))
+    except (OSError, TimeoutError, ValueError) as e: return f'{url}: no connection ({type(e).__name__})'
+    w.close()
+    try: await w.wait_closed()
+    except OSError: pass
+    return None
+
+# %% ../nbs/06_llm.ipynb #eea11e6d
+@patch
+async def probe(self: Replicas):
+    "Once, before the first request: mark down the replicas (of several) that take no connection."
+    if self.probed: return
+    async with self.lock:
+        if not self.probed and len(self.eps) > 1:
+            found = await asyncio.gather(*(_refuses(e.base_url) for e in self.eps))
+            for e, why in zip(self.eps, found): e.down = e.down or why
+        self.probed = True
+
+# %% ../nbs/06_llm.ipynb #a6c97da9
+async def request_any(rs: Replicas,                       # the replicas of one model
+                      kwargs: dict,                       # the request's body
+                      retries: int = 6,                   # tries after the first, on the replica chosen
+                      rng: random.Random | None = None,   # the backoff's jitter
+                      cap: float = 30.0,                  # the longest wait between tries, in seconds
+                      deadline: float | None = None,      # the game's end, a `time.monotonic()` instant; None: no end
+                      max_bytes: int = MAX_REPLY_BYTES,   # the longest reply read
+                     ):
+    "`request` on the replica `pick` chooses: (response, latency, endpoint); a replica that gives up is marked down."
+    await rs.probe()
+    ep = rs.pick()
+    ep.in_flight += 1
+    try: resp, latency = await request(ep, kwargs, retries, rng, cap, deadline, max_bytes)
+    except GaveUp as e:
+        if e.cause != 'rate_limited': ep.down = str(e)
+        raise
+    finally: ep.in_flight -= 1
+    ep.down = None
+    return resp, latency, ep
+
+# %% ../nbs/06_llm.ipynb #48274807
+def replicas(urls: list, key_envs: list, concurrency: int = 64, timeout: float = 120.0) -> Replicas:
+    "The shared `Replicas` of this event loop for a list of servers and the key variable of each."
+    pool = _POOLS.setdefault(asyncio.get_running_loop(), {})
+    k = ('replicas', tuple(urls), tuple(key_envs))
+    if k not in pool: pool[k] = Replicas([endpoint(u, e, concurrency, timeout) for u, e in zip(urls, key_envs)])
+    return pool[k]
+
+# %% ../nbs/06_llm.ipynb #b5ff73e6
+def base_urls(base: str | None) -> list:
+    "The servers of a spec's `BASE_URL` part: [None] for the default one, else its URLs (replicas joined by `|`)."
+    if base is None: return [None]
+    urls = base.split('|')
+    for u in urls:
+        if not u.startswith(('http://', 'https://')):
+            raise ConfigError(f'base URL must start with http:// or https://, got {u!r}')
+        try: urlparse(u).port
+        except ValueError: raise ConfigError(f'base URL {u!r} has a bad port') from None
+    if len(set(urls)) < len(urls): raise ConfigError(f'a replica is listed twice in {base!r}')
+    return urls
 
 # %% ../nbs/06_llm.ipynb #5922e64a
 SAMPLING = {'temperature': Opt(float, 0, 2), 'top_p': Opt(float, 0, 1, above=True), 'max_tokens': Opt(int, 1, 10**7),
@@ -316,11 +406,10 @@ OPTIONS = {**SAMPLING, 'key_env': Opt(str, pattern=r'[A-Za-z_][A-Za-z0-9_]*'),
            'max_request_bytes': Opt(int, 1024, 2**31, default=8 * 2**20)}
 
 def split_model(arg: str) -> tuple[str, str | None]:
-    "`MODEL[@BASE_URL]` -> (model, base URL or None)."
+    "`MODEL[@BASE_URL]` -> (model, base URL as written, or None); the URL may list replicas."
     model, _, base = (arg or '').partition('@')
     if not model: raise ConfigError("an openai agent needs a model: openai:MODEL[@BASE_URL][?options]")
-    if base and not base.startswith(('http://', 'https://')):
-        raise ConfigError(f'base URL must start with http:// or https://, got {base!r}')
+    base_urls(base or None)     # checked
     return model, base or None
 
 # %% ../nbs/06_llm.ipynb #ad812bf5
@@ -341,33 +430,37 @@ class OpenAIAgent(ChatAgent):
     "A model behind any OpenAI-compatible chat-completions endpoint."
     def __init__(self, arg: str, **opts):
         self.model, self.base_url = split_model(arg)
+        self.urls = base_urls(self.base_url)
         for k, v in opts.items():
             if k not in OPTIONS: raise ConfigError(f'unknown option {k!r} of an openai agent: {", ".join(OPTIONS)}')
             OPTIONS[k].check(k, v)
         self.opts = o = {k: x.default for k, x in OPTIONS.items() if x.default is not None} | opts
         super().__init__(ChatLimits(o['max_turns'], o['max_game_tokens'], o['max_wall_s'], o.get('window')))
-        self.key_env = o.get('key_env', key_env_for(self.base_url))
+        self.key_envs = [o['key_env'] if 'key_env' in o else key_env_for(u) for u in self.urls]
+        self.key_env = self.key_envs[0]
         self.sampling = {k: v for k, v in o.items() if k in SAMPLING}
         self.cache = None           # opened when a game starts: building an agent touches no file
 
     def check(self):
-        if self.key_env and not os.environ.get(self.key_env):
-            raise ConfigError(f'no API key for model {self.model}: set the environment variable {self.key_env}')
+        for k in dict.fromkeys(self.key_envs):
+            if k and not os.environ.get(k):
+                raise ConfigError(f'no API key for model {self.model}: set the environment variable {k}')
 
 # %% ../nbs/06_llm.ipynb #9928b203
 @patch
 async def start(self: OpenAIAgent, brief: Brief):
     await super(OpenAIAgent, self).start(brief)
-    self.ep = endpoint(self.base_url, self.key_env, self.opts['concurrency'], self.opts['timeout'])
+    self.replicas = replicas(self.urls, self.key_envs, self.opts['concurrency'], self.opts['timeout'])
+    self.served = dict.fromkeys(self.urls, 0)       # requests each replica answered in this game
     self.rng = random.Random(brief.seed)
     if self.opts['cache'] != 'off': self.cache = LLMCache()
 
 # %% ../nbs/06_llm.ipynb #bc747a51
 @patch
-def _cache_key(self: OpenAIAgent, messages, tools) -> str:
-    "The cache key of a request: endpoint, model, messages, tools, sampling and the game's sample index."
-    return LLMCache.key(endpoint=self.base_url or 'openai', model=self.model, messages=messages, tools=tools,
-                        sampling=self.sampling, sample=self.brief.seed)
+def _cache_keys(self: OpenAIAgent, messages, tools) -> list[str]:
+    "The cache keys of a request, one per replica: endpoint, model, messages, tools, sampling and the game's sample."
+    return [LLMCache.key(endpoint=u or 'openai', model=self.model, messages=messages, tools=tools,
+                         sampling=self.sampling, sample=self.brief.seed) for u in self.urls]
 
 # %% ../nbs/06_llm.ipynb #288c8918
 @patch
@@ -377,9 +470,11 @@ async def _ask(self: OpenAIAgent, messages, tools) -> Reply:
     if size > cap:
         raise AgentStop(EndReason.AGENT_LIMIT, f'the conversation reached {size} bytes; max_request_bytes={cap}')
     kwargs = dict(model=self.model, messages=messages, tools=tools, **self.sampling)
-    got = await request(self.ep, kwargs, self.opts['retries'], self.rng, deadline=self.t0 + self.limits.max_wall_s,
-                        max_bytes=self.opts['max_reply_bytes'])
-    return _reply_from(*got)
+    resp, latency, ep = await request_any(self.replicas, kwargs, self.opts['retries'], self.rng,
+                                          deadline=self.t0 + self.limits.max_wall_s,
+                                          max_bytes=self.opts['max_reply_bytes'])
+    self.served[ep.base_url] += 1
+    return _reply_from(resp, latency)
 
 # %% ../nbs/06_llm.ipynb #4e8d9db4
 _FLIGHTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # event loop -> {cache key: future reply}
@@ -395,15 +490,18 @@ async def _await_flight(fut) -> Reply | None:
 @patch
 async def complete(self: OpenAIAgent, messages, tools) -> Reply:
     if not self.cache: return await self._ask(messages, tools)
-    key, flights = self._cache_key(messages, tools), _FLIGHTS.setdefault(asyncio.get_running_loop(), {})
+    keys, flights = self._cache_keys(messages, tools), _FLIGHTS.setdefault(asyncio.get_running_loop(), {})
+    key = keys[0]
     while True:
-        if (hit := self.cache.get(key)): return hit
+        if (hit := next(filter(None, map(self.cache.get, keys)), None)): return hit
         if (fut := flights.get(key)) is None: break
         if (got := await _await_flight(fut)) is not None: return got
     flights[key] = fut = asyncio.get_running_loop().create_future()
     try:
         reply = await self._ask(messages, tools)
-        if reply.finish_reason != 'content_filter': reply = self.cache.put(key, reply)
+        if reply.finish_reason != 'content_filter':
+            reply = self.cache.put(key, reply)
+            for other in keys[1:]: self.cache.put(other, reply)
         fut.set_result(reply)
         return reply
     except asyncio.CancelledError:
@@ -425,13 +523,25 @@ def _cost_or_none(model: str, u: dict) -> float | None:
 # %% ../nbs/06_llm.ipynb #7f168753
 @patch
 def info(self: OpenAIAgent) -> dict:
-    "What the agent reports about its game: model, endpoint, prompt, sampling, usage, wall time and cost."
+    "What the agent reports about its game: model, endpoint, prompt, sampling, usage, wall time, cost, replicas."
     u = self.usage
     return {'model': self.model, 'endpoint': self.base_url or 'https://api.openai.com/v1', 'prompt': PROMPT_NAME,
             'prompt_hash': prompt_hash(), 'sampling': self.sampling, **u, 'latency_s': round(u['latency_s'], 4),
             'wall_s': round(time.monotonic() - self.t0, 3) if hasattr(self, 't0') else 0.0,
-            'cost_usd': _cost_or_none(self.model, u)}
+            'cost_usd': _cost_or_none(self.model, u),
+            **({'replicas': dict(self.served)} if len(self.urls) > 1 and hasattr(self, 'served') else {})}
 
 # %% ../nbs/06_llm.ipynb #3c96cf72
 register_agent('openai', OpenAIAgent, 'any OpenAI-compatible endpoint', arg='MODEL[@BASE_URL]', needs_arg=True,
                options=OPTIONS, short=lambda a: a.partition('@')[0].rstrip('/').rsplit('/', 1)[-1], waits=True)
+
+# %% ../nbs/06_llm.ipynb #1790fbb3
+def replica_requests(run_dir: str | Path) -> dict:
+    "Requests each replica served, summed over the games stored in `run_dir` (from each agent's `replicas` count)."
+    from bilateral.store import Store       # here: loading the agent kinds does not load pandas
+    total = {}
+    with Store(run_dir, create=False) as st:
+        for _, t in st.transcripts():
+            for inf in (t.get('agent_info') or {}).values():
+                for url, n in (inf.get('replicas') or {}).items(): total[url] = total.get(url, 0) + n
+    return total
