@@ -16,12 +16,13 @@ from .core import ConfigError, EndReason, Unreachable, dumps
 from .protocol import Brief
 from .agents import AgentStop, Opt, register_agent
 from .chat import PROMPT_NAME, ChatAgent, ChatLimits, Reply, prompt_hash
+from .play import at_loop_end
 
 # %% auto #0
-__all__ = ['KNOWN_KEYS', 'LOCAL_HOSTS', 'MAX_REPLY_BYTES', 'RETRY_STATUS', 'SAMPLING', 'OPTIONS', 'default_cache_path',
-           'LLMCache', 'price_table', 'cost_usd', 'key_env_for', 'AdaptiveLimiter', 'ReplyTooLarge', 'Endpoint',
-           'endpoint', 'retry_after', 'GaveUp', 'request', 'Replicas', 'request_any', 'replicas', 'base_urls',
-           'split_model', 'OpenAIAgent', 'replica_requests']
+__all__ = ['KNOWN_KEYS', 'LOCAL_HOSTS', 'MAX_REPLY_BYTES', 'HTTP', 'RETRY_STATUS', 'SAMPLING', 'OPTIONS', 'default_cache_path',
+           'LLMCache', 'price_table', 'cost_usd', 'key_env_for', 'AdaptiveLimiter', 'ReplyTooLarge', 'http_transport',
+           'Endpoint', 'endpoint', 'close_endpoints', 'retry_after', 'GaveUp', 'request', 'Replicas', 'request_any',
+           'replicas', 'base_urls', 'split_model', 'OpenAIAgent', 'replica_requests']
 
 # %% ../nbs/06_llm.ipynb #5a71b562
 def default_cache_path() -> Path:
@@ -139,17 +140,35 @@ async def _cap_reply(response):
         raise ReplyTooLarge(f'the reply has {response.headers["content-length"]} bytes; max_reply_bytes={cap}')
     response.stream = Capped(response.stream)
 
+# %% ../nbs/06_llm.ipynb #9b7dc5c4
+HTTP = ('auto', 'aiohttp', 'httpx')      # the agent's `http` option
+
+def http_transport(http: str = 'auto') -> str:
+    "The transport `http` stands for here: 'aiohttp' where openai's aiohttp client can be built, else 'httpx'."
+    if http == 'httpx': return 'httpx'
+    import openai
+    try:
+        import aiohttp  # noqa: F401
+        ok = hasattr(openai, 'DefaultAioHttpClient')
+    except ImportError: ok = False
+    if ok: return 'aiohttp'
+    if http == 'aiohttp': raise ConfigError("http=aiohttp needs openai's aiohttp extra: pip install 'openai[aiohttp]'")
+    return 'httpx'
+
 # %% ../nbs/06_llm.ipynb #451227d7
 class Endpoint:
     "One OpenAI-compatible server in one event loop."
-    def __init__(self, base_url: str | None, key_env: str | None, concurrency: int = 64, timeout: float = 120.0):
+    def __init__(self, base_url: str | None, key_env: str | None, concurrency: int = 64, timeout: float = 120.0,
+                 http: str = 'auto'):
         import openai
         self.base_url, self.key_env = base_url, key_env
         key = os.environ.get(key_env) if key_env else 'none'
         if key_env and not key:
             raise ConfigError(f'no API key: set the environment variable {key_env} for {base_url or "api.openai.com"}')
         self._secret = key
-        http = openai.DefaultAsyncHttpxClient(timeout=timeout, event_hooks={'response': [_cap_reply]})
+        self.http = http_transport(http)
+        client = openai.DefaultAioHttpClient if self.http == 'aiohttp' else openai.DefaultAsyncHttpxClient
+        http = client(timeout=timeout, event_hooks={'response': [_cap_reply]})
         self.client = openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout,
                                          http_client=http)
         self.limiter = AdaptiveLimiter(concurrency)
@@ -171,12 +190,20 @@ def scrub(self: Endpoint, text: str) -> str:
 # %% ../nbs/06_llm.ipynb #c8263359
 _POOLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
-def endpoint(base_url: str | None, key_env: str | None, concurrency: int = 64, timeout: float = 120.0) -> Endpoint:
-    "The shared `Endpoint` of this event loop for a server and key."
+def endpoint(base_url: str | None, key_env: str | None, concurrency: int = 64, timeout: float = 120.0,
+             http: str = 'auto') -> Endpoint:
+    "The shared `Endpoint` of this event loop for a server, key and transport."
     pool = _POOLS.setdefault(asyncio.get_running_loop(), {})
-    k = (base_url, key_env)
-    if k not in pool: pool[k] = Endpoint(base_url, key_env, concurrency, timeout)
+    k = (base_url, key_env, http)
+    if k not in pool: pool[k] = Endpoint(base_url, key_env, concurrency, timeout, http)
     return pool[k]
+
+# %% ../nbs/06_llm.ipynb #3c855306
+@at_loop_end
+async def close_endpoints():
+    "Close the clients of this event loop's endpoints (the next request of the loop opens new ones)."
+    for ep in _POOLS.pop(asyncio.get_running_loop(), {}).values():
+        if isinstance(ep, Endpoint): await ep.client.close()
 
 # %% ../nbs/06_llm.ipynb #eb7fac65
 def retry_after(err) -> float | None:
@@ -241,6 +268,23 @@ def _status_error(ep: Endpoint, e, st: _Tries):
     st.cause = 'server_error' if e.status_code >= 500 else 'rate_limited'
     return _AGAIN
 
+# %% ../nbs/06_llm.ipynb #b22d13f3
+def _disconnected(e: BaseException) -> bool:
+    "Whether a timeout error was raised for a connection aiohttp could not make or keep (not for time running out)."
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if type(e).__module__.split('.')[0] == 'aiohttp':
+            import aiohttp
+            return isinstance(e, aiohttp.ClientConnectionError) and not isinstance(e, aiohttp.ServerTimeoutError)
+        e = e.__cause__ or e.__context__
+    return False
+
+def _lost(ep: Endpoint, st: _Tries):
+    "A try that lost its connection: tried again, and the endpoint is down until it answers."
+    st.last, st.cause = 'connection error', 'connection'
+    ep.down = ep.down or f'{ep.base_url or "api.openai.com"}: connection error'
+
 # %% ../nbs/06_llm.ipynb #fcdb9064
 async def _attempt(ep: Endpoint, kwargs: dict, st: _Tries, limit: float):
     "One try, bounded by `limit` seconds in all: (response, latency), or `_AGAIN` with what happened in `st`."
@@ -264,10 +308,10 @@ async def _attempt(ep: Endpoint, kwargs: dict, st: _Tries, limit: float):
         raise Unreachable('bad_request', f'HTTP 400 from the endpoint: {_detail(ep, e)}') from None
     except ReplyTooLarge as e: raise Unreachable('too_large', f'{ep.base_url or "api.openai.com"}: {e}') from None
     except openai.APIStatusError as e: return _status_error(ep, e, st)
-    except (openai.APITimeoutError, TimeoutError): st.last, st.cause = 'timeout', 'timeout'
-    except openai.APIConnectionError:
-        st.last, st.cause = 'connection error', 'connection'
-        ep.down = ep.down or f'{ep.base_url or "api.openai.com"}: connection error'   # until it answers again
+    except (openai.APITimeoutError, TimeoutError) as e:
+        if _disconnected(e): _lost(ep, st)
+        else: st.last, st.cause = 'timeout', 'timeout'
+    except openai.APIConnectionError: _lost(ep, st)
     except (openai.APIError, ValueError) as e:
         st.last, st.cause = f'unreadable response: {type(e).__name__}', 'bad_response'
     return _AGAIN
@@ -373,11 +417,12 @@ async def request_any(rs: Replicas,                       # the replicas of one 
     return resp, latency, ep
 
 # %% ../nbs/06_llm.ipynb #48274807
-def replicas(urls: list, key_envs: list, concurrency: int = 64, timeout: float = 120.0) -> Replicas:
+def replicas(urls: list, key_envs: list, concurrency: int = 64, timeout: float = 120.0,
+             http: str = 'auto') -> Replicas:
     "The shared `Replicas` of this event loop for a list of servers and the key variable of each."
     pool = _POOLS.setdefault(asyncio.get_running_loop(), {})
-    k = ('replicas', tuple(urls), tuple(key_envs))
-    if k not in pool: pool[k] = Replicas([endpoint(u, e, concurrency, timeout) for u, e in zip(urls, key_envs)])
+    k = ('replicas', tuple(urls), tuple(key_envs), http)
+    if k not in pool: pool[k] = Replicas([endpoint(u, e, concurrency, timeout, http) for u, e in zip(urls, key_envs)])
     return pool[k]
 
 # %% ../nbs/06_llm.ipynb #b5ff73e6
@@ -403,7 +448,8 @@ OPTIONS = {**SAMPLING, 'key_env': Opt(str, pattern=r'[A-Za-z_][A-Za-z0-9_]*'),
            'max_turns': Opt(int, 1, 10_000, default=100), 'max_game_tokens': Opt(int, 1, 10**9, default=500_000),
            'max_wall_s': Opt(float, 0, 86_400, above=True, default=900.0), 'window': Opt(int, 1, 10**6),
            'max_reply_bytes': Opt(int, 1024, 2**30, default=MAX_REPLY_BYTES),
-           'max_request_bytes': Opt(int, 1024, 2**31, default=8 * 2**20)}
+           'max_request_bytes': Opt(int, 1024, 2**31, default=8 * 2**20),
+           'http': Opt(str, choices=HTTP, default='auto')}
 
 def split_model(arg: str) -> tuple[str, str | None]:
     "`MODEL[@BASE_URL]` -> (model, base URL as written, or None); the URL may list replicas."
@@ -450,7 +496,7 @@ class OpenAIAgent(ChatAgent):
 @patch
 async def start(self: OpenAIAgent, brief: Brief):
     await super(OpenAIAgent, self).start(brief)
-    self.replicas = replicas(self.urls, self.key_envs, self.opts['concurrency'], self.opts['timeout'])
+    self.replicas = replicas(self.urls, self.key_envs, *(self.opts[k] for k in ('concurrency', 'timeout', 'http')))
     self.served = dict.fromkeys(self.urls, 0)       # requests each replica answered in this game
     self.rng = random.Random(brief.seed)
     if self.opts['cache'] != 'off': self.cache = LLMCache()

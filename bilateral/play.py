@@ -14,14 +14,29 @@ from .engine import Engine, GameResult
 from .agents import Agent, AgentStop, make_agent
 
 # %% auto #0
-__all__ = ['run_sync', 'play_game', 'play', 'format_game']
+__all__ = ['at_loop_end', 'loop_end', 'run_sync', 'play_game', 'play', 'format_game']
 
 # %% ../nbs/04b_play.ipynb #97bfb2f9
+_LOOP_END: list = []     # coroutine functions run as each `run_sync` loop ends (the LLM agent closes its clients)
+
+def at_loop_end(fn):
+    "Register `fn`, a coroutine function, to run at the end of every `run_sync` loop."
+    _LOOP_END.append(fn)
+    return fn
+
+async def loop_end():
+    "Run the registered end-of-loop coroutines (for code that keeps an event loop of its own)."
+    for fn in _LOOP_END: await fn()
+
+async def _then_end(coro):
+    try: return await coro
+    finally: await loop_end()
+
 def run_sync(coro):
-    "Run a coroutine to completion from synchronous code."
+    "Run a coroutine to completion from synchronous code, then what the loop's agents opened is closed."
     try: asyncio.get_running_loop()
-    except RuntimeError: return asyncio.run(coro)
-    with ThreadPoolExecutor(1) as ex: return ex.submit(asyncio.run, coro).result()
+    except RuntimeError: return asyncio.run(_then_end(coro))
+    with ThreadPoolExecutor(1) as ex: return ex.submit(asyncio.run, _then_end(coro)).result()
 
 # %% ../nbs/04b_play.ipynb #5341d0e2
 def _failed(eng: Engine, role: Role, e: Exception, failure: dict):

@@ -41,10 +41,11 @@ def spec(srv, kind, **opts):
     q = '&'.join(f'{k}={v}' for k, v in {'cache': 'off', 'retries': 6, **opts}.items())
     return f'openai:{kind}@{srv.url}?{q}'
 
+@pytest.mark.parametrize('http', ['aiohttp', 'httpx'])     # the client's two transports map errors differently
 @pytest.mark.parametrize('kind', sorted(CASES))
-def test_fault_outcome_is_typed_and_replays(srv, kind):
+def test_fault_outcome_is_typed_and_replays(srv, kind, http):
     opts, expected = CASES[kind]
-    a = spec(srv, kind, **opts)
+    a = spec(srv, kind, http=http, **opts)
     async def go():
         return await __import__('asyncio').gather(play_game(SC[0], a, 'conceder', seed=1),
                                                   play_game(SC[1], 'linear', a, seed=2))
