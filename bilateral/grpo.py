@@ -10,6 +10,7 @@ import asyncio, inspect, json, os, re, time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import partial
+from importlib.util import find_spec
 from pathlib import Path
 from fastcore.basics import patch
 from .core import ConfigError, EndReason, Role, derive_seed
@@ -406,8 +407,6 @@ def _gathered(rewards: Rewards) -> list[tuple]:
     every = [None] * dist.get_world_size()
     dist.all_gather_object(every, mine)
     return every
-
-from importlib.util import find_spec
 
 def _grpo_config(config: str, max_steps: int | None, overrides: dict) -> dict:
     """The settings of a named configuration, with `overrides` (each one a setting it has) and `max_steps`, and enough

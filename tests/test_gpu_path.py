@@ -227,3 +227,29 @@ def test_paper_train_needs_its_store(tmp_path, monkeypatch):
     tr = {**PAPER_TRAIN, 'teacher_run': str(tmp_path / 'none'), 'strong_from': str(tmp_path / 'none')}
     with pytest.raises(ConfigError, match=r'learns from the store in .*none \(teacher_run\).*--profile paper'):
         _gpu_ready('paper-train', tr)
+
+def test_chain_from_a_given_base(tmp_path, tiny_model, monkeypatch):
+    """The paper chain's path on CPU at the tiny scale: `train_sft` starting from a given model folder (linked as the
+    base), SFT on another store's strongest agents without the tiny checks, GRPO and both evaluations, via papermill."""
+    import json
+    from bilateral import report
+    from bilateral.strategies import LADDER
+    from bilateral.tournament import TournamentSpec, run_tournament
+    store = tmp_path / 'teacher-store'
+    run_tournament(TournamentSpec(tuple(f'narrated:{a}' for a in LADDER), games_per_pair=3, preset='dollars'),
+                   store, progress=False)
+    tr = {**report.PAPER_TRAIN, 'teacher_run': str(store), 'strong_from': str(store), 'preset': 'dollars',
+          'sft': {'base_model': str(tiny_model[0]), 'config': 'tiny', 'teacher_prefix': '', 'checks': False,
+                  'max_steps': 2},
+          'grpo': {'config': 'tiny'}, 'grpo_steps': 1, 'scenarios': 2, 'threads': 1, 'unseen': ['linear'],
+          'eval_games': 1, 'transfer_games': 1, 'deadline': 60.0}
+    monkeypatch.setitem(report.PROFILES, 'given-base', {'concurrency': 2, 'n_boot': 20, 'stages': [], 'train': tr})
+    run = report.reproduce('given-base', tmp_path / 'run', progress=False)
+    d = run / 'training'
+    assert (d / 'base').is_symlink() and (d / 'base').resolve() == Path(tiny_model[0]).resolve()
+    check = json.loads((d / 'sft_check.json').read_text())
+    assert check['checks'] is False and check['loss'] == {} and check['base']['model'] == str(tiny_model[0])
+    assert all(k.startswith('narrated:') for k in check['strong']) and check['teacher_data']
+    assert json.loads((d / 'sft' / 'bilateral_sft.json').read_text())['steps'] == 2
+    assert json.loads((d / 'grpo' / 'grpo_report.json').read_text())['config']['use_vllm'] is False
+    assert (d / 'evaluation.ipynb').exists() and (d / 'transfer.ipynb').exists()
