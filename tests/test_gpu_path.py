@@ -210,8 +210,9 @@ def test_paper_train_cli_one_line(tmp_path):
     import time
     _no_cuda()
     t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, '-m', 'bilateral.cli', 'reproduce', '--profile', 'paper-train', '--out',
-                        str(tmp_path / 'run'), '--quiet'], capture_output=True, text=True, timeout=120,
+    exe = str(Path(sys.executable).parent / 'bilateral')
+    r = subprocess.run([exe, 'reproduce', '--profile', 'paper-train', '--out', str(tmp_path / 'run'), '--quiet'],
+                       capture_output=True, text=True, timeout=120,
                        env={**os.environ, 'PYTHONPATH': str(ROOT)}, cwd=tmp_path)
     if 'invalid choice' in r.stderr: pytest.xfail("the CLI's --profile choices (nbs/13_cli) do not list paper-train")
     assert (r.returncode, r.stderr.count('\n')) == (2, 1), r.stderr
@@ -253,3 +254,20 @@ def test_chain_from_a_given_base(tmp_path, tiny_model, monkeypatch):
     assert json.loads((d / 'sft' / 'bilateral_sft.json').read_text())['steps'] == 2
     assert json.loads((d / 'grpo' / 'grpo_report.json').read_text())['config']['use_vllm'] is False
     assert (d / 'evaluation.ipynb').exists() and (d / 'transfer.ipynb').exists()
+
+def test_paper_train_cli_error_path(tmp_path, monkeypatch, capsys):
+    "Through the CLI's own error handling (its --profile choices widened to every profile): one line, exit 2, no run."
+    from bilateral import cli
+    from bilateral.report import PROFILES
+    _no_cuda()
+    made = cli.parser
+    def widened():
+        p = made()
+        rr = next(a for a in p._subparsers._group_actions[0].choices.values() if a.prog.endswith('reproduce'))
+        next(a for a in rr._actions if a.dest == 'profile').choices = list(PROFILES)
+        return p
+    monkeypatch.setattr(cli, 'parser', widened)
+    code = cli.main(['reproduce', '--profile', 'paper-train', '--out', str(tmp_path / 'run'), '--quiet'])
+    err = capsys.readouterr().err
+    assert (code, err.count('\n')) == (2, 1) and err.startswith("bilateral: error: profile 'paper-train' trains"), err
+    assert not (tmp_path / 'run').exists()
