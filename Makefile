@@ -66,20 +66,24 @@ gpu-wheels: venv
 	bash tools/gpu_wheels.sh
 
 ## make gpu-api-check: the training code against the GPU pins, on a CPU machine. A venv with the device image's torch
-## neighbours (transformers 5.17.0, triton 3.6.0, accelerate 1.15.0; torch is the CPU wheel) and the packages the GPU
-## check carries, built for this Python; then the check's phases with TRL. On CPU, SFT and GRPO can get no further than
-## trl 1.15.0's Triton kernels ("0 active drivers"); any error before that is the code's (see docs/GPU.md).
+## neighbours (transformers 5.17.0, triton 3.6.0, accelerate 1.15.0; torch is the CPU wheel) and the image's packages
+## that the carried ones import (requests), the packages the GPU check carries, built for this Python, and the tiny
+## model (built with .venv, as gpu-wheels builds it for the device); then the check's phases with TRL, GRPO with vLLM
+## too. On CPU, SFT and GRPO can get no further than trl 1.15.0's Triton kernels ("0 active drivers"), GRPO with vLLM
+## no further than its check that vLLM is installed; any error before that is the code's (see docs/GPU.md).
 GPU_API := .venv-gpu-api
 gpu-api-check: venv
 	test -x $(GPU_API)/bin/python || $(PY) -m venv $(GPU_API)
 	$(GPU_API)/bin/pip install -q -c constraints.txt torch==2.13.0 transformers==5.17.0 accelerate==1.15.0 \
-	    huggingface_hub==1.33.0 triton==3.6.0 pandas pyarrow xxhash sentencepiece protobuf einops regex pillow
+	    huggingface_hub==1.33.0 triton==3.6.0 pandas pyarrow xxhash sentencepiece protobuf einops regex pillow \
+	    requests psutil
 	DEST=$(GPU_API)/carry DEV_PY=$$($(GPU_API)/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])') \
 	    INPUTS=0 bash tools/gpu_wheels.sh >/dev/null
 	rm -rf $(GPU_API)/carry/site && tar xzf $(GPU_API)/carry/site.tgz -C $(GPU_API)/carry
+	PYTHONPATH=$(CURDIR) $(BIN)/python tools/gpu_check.py --prepare --no-data --inputs $(GPU_API)/inputs
 	-PYTHONPATH=$(GPU_API)/carry/site OMP_NUM_THREADS=1 $(GPU_API)/bin/python tools/gpu_check.py --backend trl \
-	    --steps 1 --grpo-steps 1 --model $${BILATERAL_TEST_TINY_MODEL:-.gpu/tiny-model} --inputs $(GPU_API)/none \
-	    --games 2 --out $(GPU_API)/out --work $(GPU_API)/work --budget 600
+	    --steps 1 --grpo-steps 1 --vllm --model $(GPU_API)/inputs/tiny-model --inputs $(GPU_API)/none \
+	    --games 2 --out $(GPU_API)/out --work $(GPU_API)/work --budget 900
 
 ## make lab: the notebooks in JupyterLab, from the project's .venv.
 lab: venv

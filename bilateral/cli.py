@@ -327,7 +327,7 @@ def cmd_reproduce(a) -> str:
 # %% ../nbs/13_cli.ipynb #32adf50b
 def _add_reproduce(sub):
     rr = sub.add_parser('reproduce', help='run the experiment notebooks of a profile through papermill')
-    rr.add_argument('--profile', default='offline', choices=['smoke', 'offline', 'paper'])
+    rr.add_argument('--profile', default='offline', choices=['smoke', 'offline', 'paper', 'paper-train'])
     rr.add_argument('--out', default=None, type=_path)
     rr.add_argument('--games-per-pair', type=_number(int, 1), default=None)
     rr.add_argument('--seed', type=SEED, default=None)

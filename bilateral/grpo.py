@@ -10,6 +10,7 @@ import asyncio, inspect, json, os, re, time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import partial
+from importlib.util import find_spec
 from pathlib import Path
 from fastcore.basics import patch
 from .core import ConfigError, EndReason, Role, derive_seed
@@ -329,22 +330,37 @@ def __setstate__(self: Rewards, state: dict):
     self.__dict__.update(state, store=None if state['store'] is None else Store(state['store']))
 
 # %% ../nbs/09c_grpo.ipynb #89a21386
-_QWEN = dict(scenarios=500, num_generations=8, batch=8, max_steps=250, lr=5e-6, lora_r=16, lora_alpha=16,
+_VLLM = dict(use_vllm=False, vllm_mode='colocate', vllm_gpu_memory_utilization=0.3, vllm_tensor_parallel_size=1,
+             vllm_server_host='127.0.0.1', vllm_server_port=8000)   # TRL's defaults, the server on this machine
+_QWEN = dict(**_VLLM, scenarios=500, num_generations=8, batch=8, max_steps=250, lr=5e-6, lora_r=16, lora_alpha=16,
              lora_dropout=0.0, target_modules=['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj',
                                                'down_proj'],
              max_completion_length=8192, max_length=12288, temperature=1.0, beta=0.0, threads=0,
              load_in_4bit=True, checkpointing=True, preset=DEFAULT_PRESET, deadline=Rules.deadline,
-             max_reply_tokens=None, scale_rewards='group')
+             max_reply_tokens=None, scale_rewards='group') | {'use_vllm': True}
 GRPO_CONFIGS = {
-    'tiny': dict(scenarios=8, num_generations=4, batch=8, max_steps=30, lr=2e-3, lora_r=16, lora_alpha=32,
+    'tiny': dict(**_VLLM, scenarios=8, num_generations=4, batch=8, max_steps=30, lr=2e-3, lora_r=16, lora_alpha=32,
                  lora_dropout=0.0, target_modules='all-linear', max_completion_length=4096, max_length=8192,
                  temperature=0.3, beta=0.02, threads=1, load_in_4bit=False, checkpointing=False, preset=DEFAULT_PRESET,
                  deadline=Rules.deadline,
                  max_reply_tokens=96,   # each reply capped as an `hf:` agent caps it in a tournament
                  scale_rewards='none'),   # TRL's advantage scaling: 'group' std, 'batch' or 'none' (the sweep)
-    'qwen3-8b': {**_QWEN, 'model': 'Qwen/Qwen3-8B'},
+    'qwen3-8b': {**_QWEN, 'model': 'Qwen/Qwen3-8B'},    # vLLM in the trainer's process, on its GPU
+    'qwen3-8b-server': {**_QWEN, 'model': 'Qwen/Qwen3-8B', 'vllm_mode': 'server',   # `trl vllm-serve` elsewhere,
+                        'load_in_4bit': False},    # the trainer on several GPUs with TRL: a 16-bit base
     'qwen3-14b': {**_QWEN, 'model': 'Qwen/Qwen3-14B'},
 }
+
+# %% ../nbs/09c_grpo.ipynb #ab1bbf99
+def _vllm_args(cfg: dict) -> dict:
+    "GRPOConfig's vLLM arguments for a configuration: none without `use_vllm`, else those of its mode."
+    if not cfg.get('use_vllm'): return {}
+    mode = cfg['vllm_mode']
+    if mode == 'server': return dict(use_vllm=True, vllm_mode=mode, vllm_server_host=cfg['vllm_server_host'],
+                                     vllm_server_port=cfg['vllm_server_port'])
+    if mode != 'colocate': raise ConfigError(f"vllm_mode must be 'colocate' or 'server', got {mode!r}")
+    return dict(use_vllm=True, vllm_mode=mode, vllm_gpu_memory_utilization=cfg['vllm_gpu_memory_utilization'],
+                vllm_tensor_parallel_size=cfg['vllm_tensor_parallel_size'], vllm_max_model_length=cfg['max_length'])
 
 # %% ../nbs/09c_grpo.ipynb #4f4d324a
 def _grpo_args(cfg: dict, out: Path, weights: list, seed: int, progress: bool):
@@ -352,13 +368,14 @@ def _grpo_args(cfg: dict, out: Path, weights: list, seed: int, progress: bool):
     import torch
     from trl import GRPOConfig
     gpu = torch.cuda.is_available()
+    key = 'max_tokens' if cfg.get('use_vllm') else 'max_new_tokens'   # vLLM's SamplingParams, or transformers' generate
     return GRPOConfig(output_dir=str(out / 'trainer'), per_device_train_batch_size=cfg['batch'],
                       num_generations=cfg['num_generations'], max_steps=cfg['max_steps'], learning_rate=cfg['lr'],
                       max_completion_length=cfg['max_completion_length'], temperature=cfg['temperature'],
                       beta=cfg['beta'], scale_rewards=cfg.get('scale_rewards', 'group'), reward_weights=weights,
                       bf16=gpu, use_cpu=not gpu, report_to='none',
                       logging_steps=1, save_strategy='no', seed=seed, disable_tqdm=not progress,
-                      generation_kwargs={'max_new_tokens': n} if (n := cfg.get('max_reply_tokens')) else None)
+                      generation_kwargs={key: n} if (n := cfg.get('max_reply_tokens')) else None, **_vllm_args(cfg))
 
 # %% ../nbs/09c_grpo.ipynb #e5ab4c16
 def _dist():
@@ -401,6 +418,9 @@ def _grpo_config(config: str, max_steps: int | None, overrides: dict) -> dict:
     need = cfg['batch'] * int(os.environ.get('WORLD_SIZE', 1)) // cfg['num_generations']   # all processes, one step
     if cfg['scenarios'] < need:   # else TRL trains for 0 steps without a word
         raise ConfigError(f"{cfg['scenarios']} scenarios cannot fill a step of {need} groups; give at least {need}")
+    if cfg['use_vllm'] and find_spec('vllm') is None:   # before any model loads
+        raise ConfigError(f"config {config!r} generates with vLLM (use_vllm=True), which is not installed: pip install "
+                          "vllm on a CUDA machine (docs/GPU.md), or pass use_vllm=False")
     return cfg
 
 # %% ../nbs/09c_grpo.ipynb #6cc07c40

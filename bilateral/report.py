@@ -27,8 +27,8 @@ from .findings import findings_table, headline_markdown
 from .ceiling import regret_table
 
 # %% auto #0
-__all__ = ['MAX_BOOT', 'TINY_SPEC', 'BASE_SPEC', 'PROFILES', 'EXPERIMENTS', 'report_tables', 'report_figures', 'write_report',
-           'experiment_path', 'reproduce']
+__all__ = ['MAX_BOOT', 'PAPER_TRAIN', 'TINY_SPEC', 'BASE_SPEC', 'PROFILES', 'EXPERIMENTS', 'report_tables', 'report_figures',
+           'write_report', 'experiment_path', 'reproduce']
 
 # %% ../nbs/12_report.ipynb #010b5eeb
 def report_tables(rows: pd.DataFrame, n_boot: int = 1000) -> dict[str, pd.DataFrame]:
@@ -107,6 +107,15 @@ def write_report(run_dir: str | Path, n_boot: int = 1000, figures: bool = True) 
     return {'tables': tables, 'findings': found, 'figures': figs, 'exports': exports, 'summary': summary,
             'page': page}
 
+# %% ../nbs/12_report.ipynb #9c7e4297
+PAPER_TRAIN = {   # the paper's training chain on one GPU (`paper-train`); its numbers' sources: docs/GPU.md
+    'teacher_run': 'data/runs/paper', 'strong_from': 'data/runs/paper',   # the paper profile's store, or any
+    'sft': {'base_model': 'Qwen/Qwen3-8B', 'config': 'qwen3-8b', 'teacher_prefix': '', 'checks': False},
+    'grpo': {'config': 'qwen3-8b'}, 'preset': DEFAULT_PRESET, 'deadline': Rules.deadline, 'opponent': 'conceder',
+    'role': 'buyer', 'grpo_steps': 250, 'scenarios': 500, 'threads': 8, 'reward': 'share-invalid-failed',
+    'seed': 0, 'unseen': ['boulware', 'linear'], 'eval_games': 40, 'transfer_preset': 'dollars',
+    'transfer_unseen': ['linear'], 'transfer_games': 10}
+
 # %% ../nbs/12_report.ipynb #80dd6f66
 TINY_SPEC, BASE_SPEC = 'hf:{tiny}?window=4', 'hf:{base}'   # the windowed tiny model; the training chain's base
 PROFILES = {
@@ -131,6 +140,7 @@ PROFILES = {
                                 'openai:gemini-2.5-pro@https://generativelanguage.googleapis.com/v1beta/openai/',
                                 'openai:deepseek-chat@https://api.deepseek.com/v1'],
          'games_per_pair': 750, 'preset': DEFAULT_PRESET, 'seed': 0, 'self_play': False, 'first_mover': 'alternate'}]},
+    'paper-train': {'concurrency': 16, 'n_boot': 1000, 'gpu': True, 'stages': [], 'train': PAPER_TRAIN},
 }
 
 # %% ../nbs/12_report.ipynb #7bc72872
@@ -241,11 +251,14 @@ def _train_sft(run_dir: Path, tr: dict, progress: bool):
     d = run_dir / 'training'
     with tempfile.TemporaryDirectory() as tmp:
         f = Path(tmp) / 'sft.json'
-        _execute('train_sft', d / 'train_sft.ipynb', {'out_dir': str(d), 'teacher_run': str(run_dir / 'teacher'),
-                 'strong_from': str(run_dir), 'preset': tr['preset'], 'deadline': tr.get('deadline', Rules.deadline),
-                 'seed': tr['seed'], 'threads': tr['threads'], 'progress_file': str(f)}, progress,
-                 (partial(_steps_done, f), 'base and SFT training', 'step'))
+        _execute('train_sft', d / 'train_sft.ipynb', {
+            'out_dir': str(d), 'teacher_run': str(tr.get('teacher_run', run_dir / 'teacher')),
+            'strong_from': str(tr.get('strong_from', run_dir)), 'preset': tr['preset'],
+            'deadline': tr.get('deadline', Rules.deadline), 'seed': tr['seed'], 'threads': tr['threads'],
+            'progress_file': str(f), **tr.get('sft', {})}, progress,
+            (partial(_steps_done, f), 'base and SFT training', 'step'))
 
+# %% ../nbs/12_report.ipynb #160a30e8
 def _train_grpo(run_dir: Path, tr: dict, n_boot: int, progress: bool):
     "The rest of the chain: GRPO from the SFT model, then the evaluation of base, SFT and GRPO."
     d, seed, preset, dl = run_dir / 'training', tr['seed'], tr['preset'], tr.get('deadline', Rules.deadline)
@@ -253,7 +266,7 @@ def _train_grpo(run_dir: Path, tr: dict, n_boot: int, progress: bool):
         g = Path(tmp) / 'grpo.json'
         gp = {'out_dir': str(d), 'opponent': tr['opponent'], 'role': tr['role'], 'max_steps': tr['grpo_steps'],
               'scenarios': tr['scenarios'], 'reward': tr['reward'], 'preset': preset, 'deadline': dl, 'seed': seed,
-              'threads': tr['threads'], 'progress_file': str(g)}
+              'threads': tr['threads'], 'progress_file': str(g), **tr.get('grpo', {})}
         _execute('train_grpo', d / 'train_grpo.ipynb', gp, progress, (partial(_steps_done, g), 'GRPO', 'step'))
     models = {'base': f"hf:{d / 'base'}", 'sft': f"hf:{d / 'sft'}", 'grpo': f"hf:{d / 'grpo' / 'model'}"}
     ev = {'models': models, 'seen': [tr['opponent']], 'unseen': tr['unseen'], 'seed': seed, 'concurrency': 16,
@@ -264,6 +277,22 @@ def _train_grpo(run_dir: Path, tr: dict, n_boot: int, progress: bool):
         _execute('evaluate', d / f'{name}.ipynb', {**ev, 'preset': p, 'games_per_pair': n, 'unseen': un,
                                                    'out_dir': str(d / name)}, progress,
                  (partial(_eval_stored, d / name, total), name, 'game'))
+
+# %% ../nbs/12_report.ipynb #b697c779
+def _gpu_ready(profile: str, tr: dict):
+    "Refuse, before anything runs, a GPU profile where torch sees no CUDA GPU or its teacher store is missing."
+    try:
+        import torch
+        cuda = torch.cuda.is_available()
+    except ImportError: cuda = False
+    if not cuda: raise ConfigError(f"profile {profile!r} trains {tr['sft']['base_model']} and needs a CUDA GPU, which "
+                                   "torch does not see here (docs/GPU.md)")
+    for key in ('teacher_run', 'strong_from'):
+        try:
+            with Store(tr[key], create=False): pass
+        except (StoreError, sqlite3.Error) as e:
+            raise ConfigError(f"profile {profile!r} learns from the store in {tr[key]} ({key}): {e}; run `bilateral "
+                              "reproduce --profile paper` first, or give another store") from None
 
 # %% ../nbs/12_report.ipynb #40842e12
 def _stage(run_dir: Path, st: dict, prof: dict, models: dict, progress: bool):
@@ -280,7 +309,9 @@ def _stage(run_dir: Path, st: dict, prof: dict, models: dict, progress: bool):
 def reproduce(profile: str = 'smoke', out_dir: str | Path | None = None, progress: bool = True, **overrides) -> Path:
     "Run the experiment notebooks of a profile through papermill; return the run directory."
     if profile not in PROFILES: raise ConfigError(f"unknown profile {profile!r}; choose from {', '.join(PROFILES)}")
-    prof = PROFILES[profile]
+    prof, tr = PROFILES[profile], {**PROFILES[profile].get('train', {}), **overrides}
+    tr.update({k: str(Path(tr[k]).absolute()) for k in ('teacher_run', 'strong_from') if k in tr})
+    if prof.get('gpu'): _gpu_ready(profile, tr)     # at once, not after minutes
     run_dir = Path(out_dir or Path('data') / 'runs' / profile).absolute()
     models = {'tiny': run_dir / 'tiny-model', 'base': run_dir / 'training' / 'base'}
     if 'tiny' in prof: _build_tiny(run_dir, models['tiny'], prof['tiny'], progress)
@@ -289,7 +320,6 @@ def reproduce(profile: str = 'smoke', out_dir: str | Path | None = None, progres
     if on_base and 'train' not in prof: raise ConfigError(f'profile {profile!r} plays {{base}} but trains none')
     for st in stages:
         if st not in on_base: _stage(run_dir, st, prof, models, progress)
-    tr = {**prof.get('train', {}), **overrides}
     if 'train' in prof: _train_sft(run_dir, tr, progress)
     for st in on_base: _stage(run_dir, st, prof, models, progress)
     if 'train' in prof: _train_grpo(run_dir, tr, prof['n_boot'], progress)

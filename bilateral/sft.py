@@ -28,8 +28,8 @@ __all__ = ['TINY_WINDOW', 'ROLES', 'SFT_COLUMNS', 'SFT_CONFIGS', 'windows', 'cut
            'tool_call_rate', 'first_situations', 'greedy_replies', 'first_offers', 'first_offer_scores',
            'accept_moments', 'accept_scores', 'offer_curve', 'role_rows', 'select_conversations', 'split_scenarios',
            'conversation_dataset', 'sft_counts', 'save_sft_data', 'load_sft_data', 'sft_data', 'pick_backend',
-           'training_template', 'sft_tokens', 'load_lora_model', 'sft_trainer', 'save_trained', 'train_lora_sft',
-           'teacher_forced_loss', 'merge_adapter']
+           'training_template', 'sft_tokens', 'fast_inference', 'load_lora_model', 'sft_trainer', 'save_trained',
+           'train_lora_sft', 'teacher_forced_loss', 'merge_adapter']
 
 # %% ../nbs/09b_sft.ipynb #399a3ee3
 def windows(conv: list, window: int | None, per_conv: int, rng) -> list:
@@ -497,13 +497,20 @@ def sft_tokens(tok, split, max_length: int, chat_template: str | None = None, fi
             rows['assistant_masks'].append(last_reply_mask(mask) if alone else mask)
     return Dataset.from_dict(rows)
 
+# %% ../nbs/09b_sft.ipynb #a81baf45
+def fast_inference(cfg: dict) -> dict:
+    "Unsloth's `from_pretrained` arguments for its vLLM engine when `cfg` generates with vLLM in-process, else none."
+    if not (cfg.get('use_vllm') and cfg.get('vllm_mode') == 'colocate'): return {}
+    return {'fast_inference': True, 'max_lora_rank': cfg['lora_r'],
+            'gpu_memory_utilization': cfg['vllm_gpu_memory_utilization']}
+
 # %% ../nbs/09b_sft.ipynb #b8292461
 def load_lora_model(model_dir: str, cfg: dict, backend: str):
     "(model, tokenizer, LoRA config or None): the base model; Unsloth attaches LoRA itself."
     if backend == 'unsloth':     # CUDA only: not run by the tests
         from unsloth import FastLanguageModel
         model, tok = FastLanguageModel.from_pretrained(model_dir, max_seq_length=cfg['max_length'],
-                                                       load_in_4bit=cfg['load_in_4bit'])
+                                                       load_in_4bit=cfg['load_in_4bit'], **fast_inference(cfg))
         model = FastLanguageModel.get_peft_model(model, r=cfg['lora_r'], lora_alpha=cfg['lora_alpha'],
                                                  lora_dropout=cfg['lora_dropout'], target_modules=cfg['target_modules'],
                                                  use_gradient_checkpointing=cfg['checkpointing'] and 'unsloth')

@@ -145,3 +145,128 @@ def test_cpu_plumbing(tmp_path, tiny_model):
     assert list(res['phases']) == ['env', 'data', 'sft-trl', 'grpo-trl']
     assert res['phases']['env']['versions']['trl'] and res['phases']['env']['auto_backend'] in ('trl', 'unsloth')
     assert res['phases']['sft-trl']['model_dir'] and res['phases']['grpo-trl']['seconds'] > 0
+
+def test_grpo_vllm_args_reach_trl(tmp_path):
+    "Each Qwen3 GRPO configuration's vLLM settings reach TRL's GRPOConfig (built here, vLLM not started); tiny: off."
+    from bilateral.grpo import GRPO_CONFIGS, _grpo_args
+    got = {k: _grpo_args(c, tmp_path, [1.0], 0, False) for k, c in GRPO_CONFIGS.items()}
+    assert not got['tiny'].use_vllm and got['tiny'].generation_kwargs == {'max_new_tokens': 96}
+    for name in ('qwen3-8b', 'qwen3-14b'):
+        a = got[name]
+        assert (a.use_vllm, a.vllm_mode, a.vllm_gpu_memory_utilization, a.vllm_tensor_parallel_size,
+                a.vllm_max_model_length) == (True, 'colocate', 0.3, 1, 12288), name
+    s = got['qwen3-8b-server']
+    assert (s.use_vllm, s.vllm_mode, s.vllm_server_host, s.vllm_server_port) == (True, 'server', '127.0.0.1', 8000)
+    cfg = {**GRPO_CONFIGS['qwen3-8b'], 'vllm_gpu_memory_utilization': 0.5, 'vllm_tensor_parallel_size': 2,
+           'max_reply_tokens': 64}
+    o = _grpo_args(cfg, tmp_path, [1.0], 0, False)      # an override arrives too; a reply cap is vLLM's max_tokens
+    assert (o.vllm_gpu_memory_utilization, o.vllm_tensor_parallel_size, o.generation_kwargs) == (0.5, 2,
+                                                                                               {'max_tokens': 64})
+
+def test_unsloth_fast_inference():
+    "With Unsloth, GRPO generating with vLLM in-process loads the model with fast_inference; SFT and server mode not."
+    from bilateral.grpo import GRPO_CONFIGS
+    from bilateral.sft import SFT_CONFIGS, fast_inference
+    assert fast_inference(GRPO_CONFIGS['qwen3-8b']) == {'fast_inference': True, 'max_lora_rank': 16,
+                                                        'gpu_memory_utilization': 0.3}
+    assert fast_inference(GRPO_CONFIGS['qwen3-8b-server']) == {} == fast_inference(GRPO_CONFIGS['tiny'])
+    assert fast_inference(SFT_CONFIGS['qwen3-8b']) == {}
+
+def test_vllm_missing_is_refused_before_loading(tmp_path):
+    "Asking for vLLM where it is not installed fails at once with the fix, before any model is loaded."
+    import importlib.util
+    from bilateral.core import ConfigError
+    from bilateral.grpo import train_grpo
+    if importlib.util.find_spec('vllm') is not None: pytest.skip('vllm is installed here')
+    with pytest.raises(ConfigError, match='pip install vllm'):
+        train_grpo(tmp_path / 'no-model', tmp_path / 'out', use_vllm=True)
+    assert not (tmp_path / 'out').exists()
+
+def test_plan_with_vllm(tmp_path):
+    "--vllm adds one GRPO-with-vLLM phase after the first backend's GRPO, none for the comparison backend."
+    a = gpu_check.parse(['--vllm', '--data', str(tmp_path)])
+    assert gpu_check.plan(a) == [('env', 'unsloth'), ('data', 'unsloth'), ('sft', 'unsloth'), ('grpo', 'unsloth'),
+                                 ('vllm', 'unsloth'), ('sft', 'trl'), ('grpo', 'trl')]
+    assert ('vllm', 'trl') in gpu_check.plan(gpu_check.parse(['--vllm', '--backend', 'trl', '--data', str(tmp_path)]))
+    assert '--vllm' in (ROOT / 'tools' / 'gpu_wheels.sh').read_text() and '--vllm' in (ROOT / 'Makefile').read_text()
+
+def _no_cuda():
+    import torch
+    if torch.cuda.is_available(): pytest.skip('this machine has a CUDA GPU')
+
+def test_paper_train_refused_without_cuda(tmp_path):
+    "The paper's training chain refuses to start without CUDA, at once, and leaves nothing behind."
+    import time
+    from bilateral.core import ConfigError
+    from bilateral.report import reproduce
+    _no_cuda()
+    t0 = time.perf_counter()
+    with pytest.raises(ConfigError, match="profile 'paper-train' trains Qwen/Qwen3-8B and needs a CUDA GPU"):
+        reproduce('paper-train', tmp_path / 'run', progress=False)
+    assert time.perf_counter() - t0 < 10 and not (tmp_path / 'run').exists()
+
+def test_paper_train_cli_one_line(tmp_path):
+    "`bilateral reproduce --profile paper-train` on a CPU machine: one line, exit 2, within seconds."
+    import time
+    _no_cuda()
+    t0 = time.perf_counter()
+    exe = str(Path(sys.executable).parent / 'bilateral')
+    r = subprocess.run([exe, 'reproduce', '--profile', 'paper-train', '--out', str(tmp_path / 'run'), '--quiet'],
+                       capture_output=True, text=True, timeout=120,
+                       env={**os.environ, 'PYTHONPATH': str(ROOT)}, cwd=tmp_path)
+    assert (r.returncode, r.stderr.count('\n')) == (2, 1), r.stderr
+    assert 'needs a CUDA GPU' in r.stderr and time.perf_counter() - t0 < 60
+    assert not (tmp_path / 'run').exists()
+
+def test_paper_train_needs_its_store(tmp_path, monkeypatch):
+    "With CUDA (faked here), a missing teacher store is refused before anything runs, naming the store and the fix."
+    import torch
+    from bilateral.core import ConfigError
+    from bilateral.report import PAPER_TRAIN, _gpu_ready
+    monkeypatch.setattr(torch.cuda, 'is_available', lambda: True)
+    tr = {**PAPER_TRAIN, 'teacher_run': str(tmp_path / 'none'), 'strong_from': str(tmp_path / 'none')}
+    with pytest.raises(ConfigError, match=r'learns from the store in .*none \(teacher_run\).*--profile paper'):
+        _gpu_ready('paper-train', tr)
+
+def test_chain_from_a_given_base(tmp_path, tiny_model, monkeypatch):
+    """The paper chain's path on CPU at the tiny scale: `train_sft` starting from a given model folder (linked as the
+    base), SFT on another store's strongest agents without the tiny checks, GRPO and both evaluations, via papermill."""
+    import json
+    from bilateral import report
+    from bilateral.strategies import LADDER
+    from bilateral.tournament import TournamentSpec, run_tournament
+    store = tmp_path / 'teacher-store'
+    run_tournament(TournamentSpec(tuple(f'narrated:{a}' for a in LADDER), games_per_pair=3, preset='dollars'),
+                   store, progress=False)
+    tr = {**report.PAPER_TRAIN, 'teacher_run': str(store), 'strong_from': str(store), 'preset': 'dollars',
+          'sft': {'base_model': str(tiny_model[0]), 'config': 'tiny', 'teacher_prefix': '', 'checks': False,
+                  'max_steps': 2},
+          'grpo': {'config': 'tiny'}, 'grpo_steps': 1, 'scenarios': 2, 'threads': 1, 'unseen': ['linear'],
+          'eval_games': 1, 'transfer_games': 1, 'deadline': 60.0}
+    monkeypatch.setitem(report.PROFILES, 'given-base', {'concurrency': 2, 'n_boot': 20, 'stages': [], 'train': tr})
+    run = report.reproduce('given-base', tmp_path / 'run', progress=False)
+    d = run / 'training'
+    assert (d / 'base').is_symlink() and (d / 'base').resolve() == Path(tiny_model[0]).resolve()
+    check = json.loads((d / 'sft_check.json').read_text())
+    assert check['checks'] is False and check['loss'] == {} and check['base']['model'] == str(tiny_model[0])
+    assert all(k.startswith('narrated:') for k in check['strong']) and check['teacher_data']
+    assert json.loads((d / 'sft' / 'bilateral_sft.json').read_text())['steps'] == 2
+    assert json.loads((d / 'grpo' / 'grpo_report.json').read_text())['config']['use_vllm'] is False
+    assert (d / 'evaluation.ipynb').exists() and (d / 'transfer.ipynb').exists()
+
+def test_paper_train_cli_error_path(tmp_path, monkeypatch, capsys):
+    "Through the CLI's own error handling (its --profile choices widened to every profile): one line, exit 2, no run."
+    from bilateral import cli
+    from bilateral.report import PROFILES
+    _no_cuda()
+    made = cli.parser
+    def widened():
+        p = made()
+        rr = next(a for a in p._subparsers._group_actions[0].choices.values() if a.prog.endswith('reproduce'))
+        next(a for a in rr._actions if a.dest == 'profile').choices = list(PROFILES)
+        return p
+    monkeypatch.setattr(cli, 'parser', widened)
+    code = cli.main(['reproduce', '--profile', 'paper-train', '--out', str(tmp_path / 'run'), '--quiet'])
+    err = capsys.readouterr().err
+    assert (code, err.count('\n')) == (2, 1) and err.startswith("bilateral: error: profile 'paper-train' trains"), err
+    assert not (tmp_path / 'run').exists()

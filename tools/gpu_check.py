@@ -4,7 +4,7 @@ tokens/s, rewards).
 
 Three uses:
   python tools/gpu_check.py --prepare --inputs .gpu             # here: the tiny model and SFT data it trains on
-  python3 tools/gpu_check.py --inputs .gpu --out "$OUT"          # there, on the device machine (no network)
+  python3 tools/gpu_check.py --inputs .gpu --out "$OUT" --vllm   # there, on the device machine (no network)
   python tools/gpu_check.py --backend trl --steps 1 --grpo-steps 1 --model /work/tiny-model --out /tmp/gpu-check
                                                                  # a CPU plumbing check of the same code path
 
@@ -12,14 +12,16 @@ tools/gpu_wheels.sh prepares .gpu/ (inputs and the Python packages the device im
 command line. Each phase runs in its own process (importing Unsloth patches transformers and TRL for the whole
 process), under its share of a total budget (--budget seconds, inside the device's 10 minutes per command); the JSON
 is rewritten after every phase, so a run cut short still reports what it measured. With --backend unsloth the same
-phases run again with TRL + PEFT on the same GPU when time is left, so the two backends are compared in one run."""
+phases run again with TRL + PEFT on the same GPU when time is left, so the two backends are compared in one run.
+With --vllm a GRPO step that generates with vLLM in the trainer's process follows the first backend's GRPO; the GRPO
+phase always records the vLLM fields that TRL's GRPOConfig, as installed, holds for each GRPO configuration."""
 import argparse, importlib, json, os, platform, resource, shutil, statistics, subprocess, sys, tempfile, threading, time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ('torch', 'triton', 'transformers', 'trl', 'peft', 'datasets', 'accelerate', 'unsloth', 'unsloth_zoo',
-            'bitsandbytes', 'xformers', 'torchao', 'tokenizers', 'huggingface_hub')
-CAPS = {'env': 150, 'data': 120, 'sft': 200, 'grpo': 300}     # seconds at most per phase, within the budget
+            'bitsandbytes', 'xformers', 'torchao', 'tokenizers', 'huggingface_hub', 'vllm')
+CAPS = {'env': 150, 'data': 120, 'sft': 200, 'grpo': 300, 'vllm': 200}   # seconds at most per phase, in the budget
 LOG_TAIL = 4000                                   # characters of a failed phase's log kept in the JSON
 
 def parse(argv=None):
@@ -31,6 +33,8 @@ def parse(argv=None):
                    'when missing, the check plays a small narrated tournament and makes it in a first phase)')
     p.add_argument('--backend', default='unsloth', choices=['unsloth', 'trl', 'auto'])
     p.add_argument('--no-compare', action='store_true', help='with --backend unsloth, skip the TRL comparison')
+    p.add_argument('--vllm', action='store_true', help='after GRPO, a GRPO step that generates with vLLM in the '
+                   "trainer's process (colocate; with Unsloth, its fast_inference)")
     p.add_argument('--steps', type=int, default=10, help='SFT steps')
     p.add_argument('--grpo-steps', type=int, default=3, help='GRPO steps')
     p.add_argument('--opponent', default='boulware')
@@ -148,9 +152,20 @@ def phase_sft(a, work: Path) -> dict:
     out['model_dir'] = str(out_dir) if (out_dir / 'config.json').exists() else None
     return out
 
+VLLM_KEYS = ('use_vllm', 'vllm_mode', 'vllm_gpu_memory_utilization', 'vllm_tensor_parallel_size',
+             'vllm_max_model_length', 'vllm_server_host', 'vllm_server_port')
+
+def vllm_args(work: Path) -> dict:
+    "The vLLM fields of TRL's GRPOConfig, as installed here, built from each GRPO configuration (vLLM is not started)."
+    from bilateral.grpo import GRPO_CONFIGS, _grpo_args
+    got = {k: {f: getattr(_grpo_args(c, work, [1.0], 0, False), f) for f in VLLM_KEYS} for k, c in GRPO_CONFIGS.items()}
+    print('vLLM arguments in GRPOConfig:', json.dumps(got), flush=True)
+    return got
+
 def phase_grpo(a, work: Path) -> dict:
     "A few GRPO steps with `bilateral.grpo.train_grpo`, from this backend's SFT model when that phase made one."
     from bilateral.grpo import train_grpo
+    reached = vllm_args(work / 'vllm-args')
     sft = work / f'sft-{a.backend}'
     start = str(sft) if (sft / 'config.json').exists() else a.model
     out_dir, progress = work / f'grpo-{a.backend}', work / f'grpo-{a.backend}.progress.json'
@@ -159,8 +174,23 @@ def phase_grpo(a, work: Path) -> dict:
                              backend=a.backend, max_steps=a.grpo_steps, progress_file=str(progress))
     out = measured(run, progress)
     rep = out['report'] if isinstance(out['report'], dict) else {}
-    out['start_model'] = start
+    out['start_model'], out['vllm_args'] = start, reached
     out.update(grpo_figures(rep))
+    return out
+
+def phase_vllm(a, work: Path) -> dict:
+    """One GRPO step of the configuration with `use_vllm=True`, colocated (TRL starts vLLM in this process; Unsloth
+    loads the model with `fast_inference=True`), from this backend's SFT model when there is one."""
+    from bilateral.grpo import train_grpo
+    sft = work / f'sft-{a.backend}'
+    start = str(sft) if (sft / 'config.json').exists() else a.model
+    out_dir, progress = work / f'vllm-{a.backend}', work / f'vllm-{a.backend}.progress.json'
+    shutil.rmtree(out_dir, ignore_errors=True)
+    run = lambda: train_grpo(start, str(out_dir), opponent=a.opponent, role=a.role, config=a.config,
+                             backend=a.backend, max_steps=1, progress_file=str(progress), use_vllm=True,
+                             vllm_mode='colocate')
+    out = measured(run, progress)
+    out.update(grpo_figures(out['report'] if isinstance(out['report'], dict) else {}))
     return out
 
 def grpo_figures(rep: dict) -> dict:
@@ -187,7 +217,7 @@ def run_phase(a):
     work = Path(a.work)
     try:
         res = {'env': lambda: phase_env(a), 'data': lambda: phase_data(a, work), 'sft': lambda: phase_sft(a, work),
-               'grpo': lambda: phase_grpo(a, work)}
+               'grpo': lambda: phase_grpo(a, work), 'vllm': lambda: phase_vllm(a, work)}
         out = {'ok': True, **res[a.phase]()}
     except BaseException as e:
         import traceback
@@ -238,10 +268,12 @@ def child(a, phase: str, backend: str, work: Path, timeout: float) -> dict:
     return {**out, 'process_seconds': wall, 'timeout_seconds': round(timeout), 'exit': code}
 
 def plan(a) -> list[tuple[str, str]]:
-    "The phases in order: versions and the Unsloth import, the SFT data if missing, then SFT and GRPO per backend."
+    """The phases in order: versions and the Unsloth import, the SFT data if missing, then SFT and GRPO per backend
+    (and, with --vllm, GRPO with vLLM after the first backend's GRPO)."""
     backends = [a.backend] + (['trl'] if a.backend == 'unsloth' and not a.no_compare else [])
     data = [] if (Path(a.data) / 'dataset').exists() else [('data', a.backend)]
-    return [('env', a.backend)] + data + [(p, b) for b in backends for p in ('sft', 'grpo')]
+    vllm = lambda b: ('vllm',) if a.vllm and b == a.backend else ()
+    return [('env', a.backend)] + data + [(p, b) for b in backends for p in ('sft', 'grpo', *vllm(b))]
 
 def compare(phases: dict) -> dict:
     "Unsloth against TRL + PEFT on the same GPU, where both ran: ratios of median step times and of peak memory."

@@ -71,5 +71,5 @@ echo "$DEST holds ${total} MiB (a run carries at most 64 MiB with the working tr
 # The device check: run(command=..., carry=[".gpu"], timeout_s=340): a machine start (minutes) plus
 # at most 340 s leaves room to run it once more inside the 15 minutes of device time a session gets.
 cat <<'EOF'
-mkdir -p /tmp/gpu && tar xzf .gpu/site.tgz -C /tmp/gpu || exit; export PYTHONPATH=/tmp/gpu/site HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1; nvidia-smi -L; python3 tools/gpu_check.py --inputs .gpu --out "$OUT" --budget 280
+mkdir -p /tmp/gpu && tar xzf .gpu/site.tgz -C /tmp/gpu || exit; export PYTHONPATH=/tmp/gpu/site HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1; nvidia-smi -L; python3 tools/gpu_check.py --inputs .gpu --out "$OUT" --budget 280 --vllm
 EOF
