@@ -281,17 +281,19 @@ def bench_llm(ks=(1, 16, 64, 256),  # games in flight (K), one row each
               latencies_ms=(200,),  # the endpoint's latency per call, one batch of rows each
               per_slot: int = 8,    # games per slot: K * per_slot games per row
               pin: bool = True,     # the endpoint on the first core, this process on the others
+              https=('aiohttp', 'httpx'),  # the client's transports, one row each (aiohttp where installed)
              ) -> list[dict]:
     "Calls/s, share of the ideal K/latency and CPU ms per call, K games in flight against an endpoint of its own."
     from bilateral.fakeserver import serve
+    from bilateral.llm import http_transport
     server_cores, client_cores = _cores() if pin else (None, None)
     out = []
     with serve(cpus=server_cores) as srv, _pinned(client_cores):
         for ms in latencies_ms:
-            for k in ks:
-                spec = f'openai:ok-{ms}ms@{srv.url}?cache=off&concurrency={k}'
+            for k, h in ((k, h) for k in ks for h in dict.fromkeys(http_transport(h) for h in https)):
+                spec = f'openai:ok-{ms}ms@{srv.url}?cache=off&concurrency={k}&http={h}'
                 scs = sample_scenarios(k * per_slot, 'list-high', 1)
-                out.append(_llm_row(k, *run_sync(_timed_games(spec, scs, k, srv.proc.pid)), ms))
+                out.append({'http': h, **_llm_row(k, *run_sync(_timed_games(spec, scs, k, srv.proc.pid)), ms)})
     return out
 
 # %% ../nbs/14_bench.ipynb #9128ab15

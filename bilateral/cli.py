@@ -488,11 +488,19 @@ def _bench_text(b: dict, costs: dict | None = None) -> str:
 
 # %% ../nbs/13_cli.ipynb #0f785a23
 def _bench_llm_text(rows: list[dict]) -> str:
-    "One line per latency and concurrency K of `bench.bench_llm`."
-    return '\n'.join(f"{r['latency_s']:g} s, K={r['k']:>4}: {r['calls']} calls in {r['seconds']} s = "
+    "One line per latency, concurrency K and transport of `bench.bench_llm`."
+    return '\n'.join(f"{r['latency_s']:g} s, K={r['k']:>4}, {r['http']:>7}: {r['calls']} calls in {r['seconds']} s = "
                      f"{r['calls_per_s']} calls/s; ideal {r['ideal_per_s']:.0f}/s; {100 * r['share_of_ideal']:.1f}% of "
                      f"ideal; CPU/call: client {r['client_cpu_ms_per_call']} ms, endpoint "
                      f"{r['endpoint_cpu_ms_per_call']} ms ({r['errors']} games ended abnormally)" for r in rows)
+
+# %% ../nbs/13_cli.ipynb #0ce384c3
+def _http_list(text: str) -> str:
+    "A comma-separated list of the LLM client's transports (`bench --http`)."
+    from bilateral.llm import HTTP
+    bad = [x for x in text.split(',') if x not in HTTP]
+    if bad or not text: raise argparse.ArgumentTypeError(f"{text!r}: give transports from {', '.join(HTTP)}")
+    return text
 
 # %% ../nbs/13_cli.ipynb #a8a258a4
 def _bench_tournament_text(rows: list[dict]) -> str:
@@ -530,7 +538,7 @@ def cmd_bench(a) -> str:
     if a.llm:
         from bilateral.bench import bench_llm
         ks, ms = ([int(x) for x in s.split(',')] for s in (a.llm, a.latency))
-        return _bench_llm_text(bench_llm(ks, ms, a.per_slot))
+        return _bench_llm_text(bench_llm(ks, ms, a.per_slot, https=a.http.split(',')))
     if a.workers:
         from bilateral.bench import bench_workers
         return _bench_workers_text(bench_workers([int(x) for x in a.workers.split(',')]))
@@ -562,6 +570,8 @@ def _add_bench(sub):
     b.add_argument('--latency', default='200', metavar='MS,MS,...', type=_numbers(0),
                    help='the endpoint latencies of --llm')
     b.add_argument('--per-slot', type=_number(int, 1), default=8, help='games per concurrent slot of --llm')
+    b.add_argument('--http', default='aiohttp,httpx', type=_http_list,
+                   help="the client's HTTP transports --llm measures, each in turn (aiohttp where installed)")
     b.add_argument('--workers', default=None, metavar='N,N,...', type=_numbers(1),
                    help='instead: the same ladder tournament with these numbers of worker processes')
     b.add_argument('--training', action='store_true',
