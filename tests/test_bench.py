@@ -53,7 +53,8 @@ def test_cli_llm_reports_cpu_per_call_at_each_latency():
     r = run('bench', '--llm', '2,4', '--latency', '20,50', '--per-slot', '1')
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    assert [l.split(':')[0] for l in lines] == ['0.02 s, K=   2', '0.02 s, K=   4', '0.05 s, K=   2', '0.05 s, K=   4']
+    want = [f'{ms} s, K=   {k}, {h:>7}' for ms in ('0.02', '0.05') for k in (2, 4) for h in ('aiohttp', 'httpx')]
+    assert [l.split(':')[0] for l in lines] == want     # each K with each transport, aiohttp where installed
     assert all('CPU/call: client' in l and '(0 games ended abnormally)' in l for l in lines)
 
 def test_bench_llm_pins_the_endpoint_and_counts_its_cpu():
