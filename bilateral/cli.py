@@ -422,7 +422,8 @@ def _add_train(sub):
     t.add_argument('method', choices=['sft', 'grpo'])
     t.add_argument('model', type=_path, help='the model folder to start from')
     t.add_argument('--out', required=True, type=_path, help='the training run folder')
-    t.add_argument('--config', default='tiny', help='tiny (CPU), qwen3-8b or qwen3-14b (one GPU)')
+    t.add_argument('--config', default='tiny',
+                   help='tiny (CPU), qwen3-8b or qwen3-14b (one GPU), qwen3-8b-server (GRPO with a vLLM server)')
     t.add_argument('--backend', default='auto', choices=['auto', 'trl', 'unsloth'])
     t.add_argument('--max-steps', type=_number(int, 1), default=None)
     t.add_argument('--seed', type=SEED, default=0)
