@@ -130,7 +130,7 @@ PROFILES = {
          'report': False},
         {'name': 'tiny', 'agents': [BASE_SPEC] + LADDER, 'games_per_pair': 4, 'preset': 'dollars', 'deadline': 60.0,
          'seed': 0, 'self_play': False, 'first_mover': 'alternate', 'threads': 1}],
-        'train': {'preset': 'dollars', 'deadline': 60.0, 'opponent': 'conceder', 'role': 'buyer', 'grpo_steps': 30,
+        'train': {'preset': 'dollars', 'deadline': 60.0, 'opponent': 'conceder', 'role': 'both', 'grpo_steps': 30,
                   'scenarios': 8, 'threads': 2,    # base, SFT and GRPO: the same weights as one thread, sooner
                   'reward': 'share-invalid-failed', 'seed': 0, 'unseen': ['boulware', 'linear'], 'eval_games': 14,
                   'transfer_preset': DEFAULT_PRESET, 'transfer_unseen': ['linear'], 'transfer_games': 4}},
