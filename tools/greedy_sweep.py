@@ -7,7 +7,7 @@
 Writes data/sweeps/grpo/greedy.csv: per run and role, over the three opponents, the (a) measures of issue 19 (valid
 calls, invalid calls a game, first offers within 0.3–1.7 × listing, IR of deals, deal rate), and per run, over both
 roles, the share against the training opponent (`conceder`, seen) and the paired gap to SFT [95 % CI over
-scenarios], seen and unseen. `nbs/09c_grpo.ipynb` shows it next to the runs' learning curves."""
+scenarios], seen, unseen and against each opponent. `nbs/09c_grpo.ipynb` shows it next to the runs' learning curves."""
 import json, sys
 from pathlib import Path
 import pandas as pd
@@ -37,8 +37,10 @@ def greedy_rows(eval_dir: str) -> list[dict]:
     seen = seen.set_index('model')
     out = []
     for m in s['models']:
-        gaps = {} if m == 'sft' else {g: paired_gap(rows[rows.group == g], m, 'sft', 'share')
-                                      for g in ('seen', 'unseen')}
+        x = rows.assign(opponent=rows['seller'].where(rows['buyer'].isin([m, 'sft']), rows['buyer']))
+        parts = {'seen': x.group == 'seen', 'unseen': x.group == 'unseen'}
+        parts |= {o: x.opponent == o for o in s['seen'] + s['unseen']}
+        gaps = {} if m == 'sft' else {g: paired_gap(x[sel], m, 'sft', 'share') for g, sel in parts.items()}
         for role in ('buyer', 'seller'):
             x = san.loc[(m, role)]
             out.append({'run': m, 'role': role, 'games': int(x['games']), 'valid': valid_share(s['runs'], m, role),
