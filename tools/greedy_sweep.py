@@ -14,17 +14,11 @@ import pandas as pd
 from bilateral.analysis import role_table
 from bilateral.evaluate import clustered, eval_rows, model_roles, sanity_table
 from bilateral.findings import paired_gap
-from bilateral.store import Store
 
-def valid_share(runs: list, model: str, role: str) -> float:
-    "1 − invalid calls / model calls of `model` in `role`, from the stored games."
-    inv = calls = 0
-    for r in runs:
-        if r['model'] != model: continue
-        with Store(r['run_dir'], create=False) as st: g = st.rows()
-        g = g[g[role].str.startswith('hf:')]
-        inv, calls = inv + g[f'{role}_invalid_calls'].sum(), calls + g[f'{role}_llm_calls'].sum()
-    return 1 - inv / calls
+def valid_share(rows: pd.DataFrame, model: str, role: str) -> float:
+    "1 − invalid calls / model calls of `model` in `role`."
+    g = rows[rows[role] == model]
+    return 1 - g[f'{role}_invalid_calls'].sum() / g[f'{role}_llm_calls'].sum()
 
 def greedy_rows(eval_dir: str) -> list[dict]:
     s = json.loads((Path(eval_dir) / 'summary.json').read_text())
@@ -35,15 +29,15 @@ def greedy_rows(eval_dir: str) -> list[dict]:
     band = rt.assign(b=rt['anchor_list'].between(0.3, 1.7)).groupby(['agent', 'role'])['b'].mean()
     seen = clustered(model_roles(rows[rows.group == 'seen']).assign(role='both'), ('model',), ['share'])
     seen = seen.set_index('model')
+    opponent = rows['seller'].where(rows['buyer'].isin(list(s['models'])), rows['buyer'])
+    parts = {'seen': rows.group == 'seen', 'unseen': rows.group == 'unseen'}
+    parts |= {o: opponent == o for o in s['seen'] + s['unseen']}
     out = []
     for m in s['models']:
-        x = rows.assign(opponent=rows['seller'].where(rows['buyer'].isin([m, 'sft']), rows['buyer']))
-        parts = {'seen': x.group == 'seen', 'unseen': x.group == 'unseen'}
-        parts |= {o: x.opponent == o for o in s['seen'] + s['unseen']}
-        gaps = {} if m == 'sft' else {g: paired_gap(x[sel], m, 'sft', 'share') for g, sel in parts.items()}
+        gaps = {} if m == 'sft' else {g: paired_gap(rows[sel], m, 'sft', 'share') for g, sel in parts.items()}
         for role in ('buyer', 'seller'):
             x = san.loc[(m, role)]
-            out.append({'run': m, 'role': role, 'games': int(x['games']), 'valid': valid_share(s['runs'], m, role),
+            out.append({'run': m, 'role': role, 'games': int(x['games']), 'valid': valid_share(rows, m, role),
                         'invalid_per_game': x['invalid_per_game'], 'first_in_band': band[(m, role)],
                         'ir_of_deals': x['ir_of_deals'], 'deal_rate': x['deal_rate'],
                         'share_vs_conceder': seen.loc[m, 'share'],
