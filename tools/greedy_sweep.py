@@ -3,12 +3,13 @@
     bilateral evaluate --model sft=hf:SFT_MODEL --model RUN=hf:/tmp/sweep-grpo-RUN/model ... \
         --seen conceder --unseen boulware,linear --preset dollars --deadline 60 --games-per-pair 14 --out EVAL_DIR
     python tools/greedy_sweep.py EVAL_DIR ...       (several evaluations: their rows together, SFT's once)
+    python tools/greedy_sweep.py --add EVAL_DIR ... (keep greedy.csv's other runs; SFT's rows must be the same)
 
 Writes data/sweeps/grpo/greedy.csv: per run and role, over the three opponents, the (a) measures of issue 19 (valid
 calls, invalid calls a game, first offers within 0.3–1.7 × listing, IR of deals, deal rate), and per run, over both
 roles, the share against the training opponent (`conceder`, seen) and the paired gap to SFT [95 % CI over
 scenarios], seen, unseen and against each opponent. `nbs/09c_grpo.ipynb` shows it next to the runs' learning curves."""
-import json, sys
+import io, json, sys
 from pathlib import Path
 import pandas as pd
 from bilateral.analysis import role_table
@@ -46,13 +47,21 @@ def greedy_rows(eval_dir: str) -> list[dict]:
                         'scenarios': int(gaps['seen']['scenarios']) if gaps else None, 'world': s['world']})
     return out
 
+def merged(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
+    "`old`'s rows of runs not in `new`, then `new`'s; only when both hold the same SFT model's rows (same games)."
+    a, b = (d[d.run == 'sft'].reset_index(drop=True) for d in (old, new))
+    if not a.equals(b): raise SystemExit('--add: the SFT rows differ from greedy.csv\'s: not the same model or games')
+    return pd.concat([old[~old.run.isin(set(new.run) - {'sft'})], new[new.run != 'sft']], ignore_index=True)
+
 def main(*eval_dirs: str):
-    df = pd.DataFrame([r for d in eval_dirs for r in greedy_rows(d)]).drop_duplicates(['run', 'role'])
+    add = eval_dirs[:1] == ('--add',)
+    df = pd.DataFrame([r for d in eval_dirs[add:] for r in greedy_rows(d)]).drop_duplicates(['run', 'role'])
     first = ['run', 'role', 'games', 'valid', 'invalid_per_game', 'first_in_band', 'ir_of_deals', 'deal_rate',
              'share_vs_conceder']
-    df = df[first + [c for c in df.columns if c not in first]]
+    df = df[first + [c for c in df.columns if c not in first]].round(4)
     out = Path(__file__).resolve().parents[1] / 'data' / 'sweeps' / 'grpo' / 'greedy.csv'
-    df.round(4).to_csv(out, index=False)
+    if add: df = merged(pd.read_csv(out), pd.read_csv(io.StringIO(df.to_csv(index=False))))
+    df.to_csv(out, index=False)
     print(out, len(df), 'rows')
 
 if __name__ == '__main__':

@@ -2,7 +2,8 @@
 
     python tools/sweep_grpo.py SFT_MODEL NAME key=value ...   (train_grpo's settings: max_steps, num_generations,
                                                                batch, lr, beta, temperature, scenarios,
-                                                               opponent, role, reward, scale_rewards)
+                                                               opponent, role, reward, scale_rewards;
+                                                               reward: a name of REWARDS or a JSON dict of weights)
 
 Writes data/sweeps/grpo/NAME.json (the settings and train_grpo's report: every step's log and the reward trend);
 `nbs/09c_grpo.ipynb` draws it."""
@@ -16,6 +17,7 @@ def main(model: str, name: str, **a):
     words = ('opponent', 'role', 'reward', 'scale_rewards')
     num = {k: (float(v) if '.' in v or 'e-' in v else int(v)) for k, v in a.items() if k not in words}
     a = {'opponent': 'boulware', 'role': 'buyer', 'reward': 'share-invalid-failed', **a}   # kept in the settings
+    if a['reward'].startswith('{'): a['reward'] = json.loads(a['reward'])   # weights of REWARD_PARTS
     rep = train_grpo(model, f'/tmp/sweep-grpo-{name}', opponent=a['opponent'], role=a['role'], reward=a['reward'],
                      preset='dollars', **num, **{k: a[k] for k in ('scale_rewards',) if k in a})
     out = Path(__file__).resolve().parents[1] / 'data' / 'sweeps' / 'grpo' / f'{name}.json'
