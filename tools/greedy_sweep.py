@@ -60,7 +60,8 @@ def main(*eval_dirs: str):
              'share_vs_conceder']
     df = df[first + [c for c in df.columns if c not in first]].round(4)
     out = Path(__file__).resolve().parents[1] / 'data' / 'sweeps' / 'grpo' / 'greedy.csv'
-    if add: df = merged(pd.read_csv(out), pd.read_csv(io.StringIO(df.to_csv(index=False))))
+    if add:   # the new rows as the file reads them back, so that SFT's compare value for value with the file's
+        df = merged(pd.read_csv(out), pd.read_csv(io.StringIO(df.to_csv(index=False))))
     df.to_csv(out, index=False)
     print(out, len(df), 'rows')
 
