@@ -233,7 +233,11 @@ CLAIMS = {
     'greedy GRPO is below SFT against unseen opponents (CI below 0)': lambda m: m['gap_grpo_sft_unseen_hi'] < 0,
     "SFT's deals break IR in at most 10 %, both roles": lambda m: max(m['sft_buyer_ir'], m['sft_seller_ir']) <= .1,
     'SFT makes at most 0.5 invalid calls a game, both roles': lambda m: max(m['sft_buyer_invalid'],
-                                                                            m['sft_seller_invalid']) <= .5}
+                                                                            m['sft_seller_invalid']) <= .5,
+    'SFT closes fewer deals than the base against `conceder` (point estimates)': lambda m: m['sft_seen_deal'] <
+        m['base_seen_deal'],
+    'GRPO closes more deals than SFT against `conceder` (paired difference)': lambda m: m['gap_grpo_sft_seen_deal'] > 0,
+    '... with its 95 % CI above 0': lambda m: m['gap_grpo_sft_seen_deal_lo'] > 0}
 
 def seed_claims(table: pd.DataFrame) -> pd.DataFrame:
     "For each claim of `CLAIMS`: the seeds where it holds, out of those whose measures it reads."

@@ -3,7 +3,7 @@ greedy game of the GRPO model, and an evaluation of it (16 games, 8 at a time, s
 games). Prints one JSON line: a hash of each stage's result.
 
     python tests/mini_chain.py OUT_DIR THREADS"""
-import hashlib, json, sys
+import hashlib, json, os, sys
 from pathlib import Path
 
 def weights(folder) -> str:
@@ -14,12 +14,12 @@ def weights(folder) -> str:
 
 def text(s: str) -> str: return hashlib.sha256(s.encode()).hexdigest()[:16]
 
-def game_text(transcript: dict) -> str:
-    "A stored game without the seconds its model took on the wall clock (not part of the game)."
+def game_text(transcript: dict, out: Path) -> str:
+    "A stored game without what is not the game's: its model's seconds on the wall clock, and the folder of the run."
     from bilateral.core import dumps
     t = json.loads(dumps(transcript))
     for info in t.get('agent_info', {}).values(): info.pop('latency_s', None)
-    return dumps(t)
+    return dumps(t).replace(str(out), 'OUT')
 
 def main(out: str, threads: str):
     import torch
@@ -32,7 +32,7 @@ def main(out: str, threads: str):
     from bilateral.sft import build_tiny_model, sft_data, train_lora_sft
     from bilateral.store import Store
     from bilateral.tournament import TournamentSpec, run_tournament
-    out, threads = Path(out), int(threads)
+    out, threads = Path(out).resolve(), int(threads)
     torch.set_num_threads(threads)
     world = dict(preset='dollars', deadline=60.0)
     build_tiny_model(out / 'base', n_games=8, max_steps=6, threads=threads, first=3, window=None, **world)
@@ -43,18 +43,18 @@ def main(out: str, threads: str):
     train_grpo(out / 'sft', out / 'grpo', opponent='conceder', role='buyer', reward='share-invalid-failed', max_steps=2,
                scenarios=2, threads=threads, **world)
     with Store(out / 'grpo' / 'rollouts', create=False) as st: rollouts = sorted(dumps(t) for _, t in st.transcripts())
-    game = play(sample_scenarios(1, 'dollars', seed=3)[0], f"hf:{out / 'grpo' / 'model'}", 'conceder',
-                Rules(deadline=60.0), seed=3)
+    os.chdir(out)      # the agent's name is its spec, so the same relative path in every run
+    game = play(sample_scenarios(1, 'dollars', seed=3)[0], 'hf:grpo/model', 'conceder', Rules(deadline=60.0), seed=3)
     models = {'grpo': f"hf:{out / 'grpo' / 'model'}"}
     evaluate(models, ['conceder'], ['linear'], out / 'eval', games_per_pair=4, concurrency=8, n_boot=10, figures=False,
              **world)
     games = []
     for r in eval_runs(models, ['conceder'], ['linear'], out / 'eval'):
-        with Store(r['run_dir'], create=False) as st: games += [game_text(t) for _, t in sorted(st.transcripts())]
+        with Store(r['run_dir'], create=False) as st: games += [game_text(t, out) for _, t in st.transcripts()]
     print(json.dumps({'capability': torch.backends.cpu.get_cpu_capability(), 'base': weights(out / 'base'),
                       'sft': weights(out / 'sft'), 'grpo': weights(out / 'grpo' / 'model'),
-                      'rollouts': text('\n'.join(rollouts)), 'game': text(game_text(game.transcript)),
-                      'evaluation': text('\n'.join(games))}))
+                      'rollouts': text('\n'.join(rollouts)), 'game': text(game_text(game.transcript, out)),
+                      'evaluation': text('\n'.join(sorted(games)))}))
 
 if __name__ == '__main__':
     main(*sys.argv[1:])

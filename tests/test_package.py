@@ -9,7 +9,8 @@ def test_wheel_runs_without_checkout(root, tmp_path):
     target = tmp_path / 'site'
     subprocess.run([sys.executable, '-m', 'pip', 'install', '--no-deps', '--no-index', '--target', str(target),
                     str(wheel)], check=True, capture_output=True, timeout=300)
-    assert (target / 'bilateral' / 'items.csv').is_file() and not (target / 'bilateral' / 'items.csv').is_symlink()
+    for f in ('items.csv', 'seeds_offline.csv'):       # package data, copied from the links to data/
+        assert (target / 'bilateral' / f).is_file() and not (target / 'bilateral' / f).is_symlink()
     env = {**os.environ, 'PYTHONPATH': str(target)}
     code = ("import bilateral, sys; from bilateral.cli import main; print(bilateral.__file__, file=sys.stderr); "
             "sys.exit(main(['run', '--buyer', 'boulware', '--seller', 'split', '--json']))")
