@@ -136,10 +136,11 @@ def test_hf_game_prompts_are_what_sft_trains_on(smollm2, sent):
     sample = sft_tokens(tok, split, max_length=10**6)[0]
     ids, mask = sample['input_ids'], sample['assistant_masks']
     for row in sent: assert ids[:len(row)] == row
-    learned = tok.decode([t for t, m in zip(ids, mask) if m])
-    assert learned == ''.join(tok.apply_chat_template(sendable(conv[:i + 1]), tools=openai_tools(), tokenize=False)
-                              [len(tok.apply_chat_template(sendable(conv[:i]), tools=openai_tools(), tokenize=False,
-                                                           add_generation_prompt=True)):] for i in replies)
+    def text(msgs, prompt=False):
+        return tok.apply_chat_template(sendable(msgs), tools=openai_tools(), tokenize=False, add_generation_prompt=prompt)
+    written = [text(conv[:i + 1])[len(text(conv[:i], True)):].removesuffix('\n') for i in replies]   # each reply
+    assert all(w.endswith('<|im_end|>') for w in written)
+    assert tok.decode([t for t, m in zip(ids, mask) if m]) == ''.join(written)
 
 
 @pytest.fixture(scope='module')
