@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib, json, shutil, tempfile, time
 from dataclasses import dataclass
 from importlib import metadata
+from importlib.util import find_spec
 from pathlib import Path
 from .core import ConfigError
 
@@ -111,6 +112,8 @@ MODELS = {'smollm2': ModelSource(
 # %% ../nbs/06f_models.ipynb #a67b0fe9
 def convert_gguf(gguf, out, src: ModelSource) -> dict:
     "Dequantise a GGUF file into the transformers folder `out`, with the source's template and padding; what it holds."
+    if (missing := [m for m in ('torch', 'transformers', 'gguf') if find_spec(m) is None]):
+        raise ConfigError(f"converting needs {', '.join(missing)}: pip install 'bilateral[{src.extra},local]'")
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     d, name = str(Path(gguf).parent), Path(gguf).name
