@@ -166,7 +166,8 @@ class LocalModel:
     def __init__(self, path: str | Path, batch_size: int = 16, cache: int | None = None, threads: int | None = None):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
-        self.path, self.batch_size, self.threads = str(path), batch_size, threads or default_threads()
+        self.path, self.batch_size = str(path), batch_size
+        self.threads = default_threads() if threads is None else threads   # 0: as the process has them
         if not Path(path).is_dir(): raise ConfigError(f'no model folder at {path}')
         self.tok = AutoTokenizer.from_pretrained(path)
         self.tok.padding_side = 'left'
@@ -189,7 +190,7 @@ def _decode(self: LocalModel, row, n_in: int) -> tuple[str, int, int]:
 def _run(self: LocalModel, batch) -> list:
     "One batch of requests, on a worker thread: [(text, prompt tokens, generated tokens)]."
     import torch
-    torch.set_num_threads(self.threads)
+    if self.threads: torch.set_num_threads(self.threads)
     texts = [self.tok.apply_chat_template(m, tools=t, add_generation_prompt=True, tokenize=False)
              for m, t, *_ in batch]
     rows = [np.array(self.tok(t, add_special_tokens=False)['input_ids']) for t in texts]
@@ -232,7 +233,7 @@ _MODELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def local_model(path: str,                 # the model folder
                 batch_size: int = 16,      # the most conversations a batch generates
                 cache: int | None = None,  # the prompts kept (None: four times the batch size)
-                threads: int | None = None,  # torch threads (None: `default_threads()`)
+                threads: int | None = None,  # torch threads (None: `default_threads()`; 0: the process's)
                ) -> LocalModel:
     "The shared `LocalModel` of this event loop for a folder."
     pool = _MODELS.setdefault(asyncio.get_running_loop(), {})
@@ -277,6 +278,6 @@ def info(self: LocalAgent) -> dict:
 # %% ../nbs/06c_local.ipynb #8517d71d
 HF_OPTIONS = {'max_new_tokens': Opt(int, 1, 32_768), 'temperature': Opt(float, 0, 2), 'batch': Opt(int, 1, 1024),
               'window': Opt(int, 1, 10**6), 'max_turns': Opt(int, 1, 10_000),
-              'cache': Opt(int, 0, 100_000), 'threads': Opt(int, 1, 1024)}   # defaults: `LocalAgent`'s
+              'cache': Opt(int, 0, 100_000), 'threads': Opt(int, 0, 1024)}   # defaults: `LocalAgent`'s
 register_agent('hf', LocalAgent, 'a local transformers model folder', arg='PATH', needs_arg=True,
                options=HF_OPTIONS, short=lambda a: a.rstrip('/').rsplit('/', 1)[-1])
