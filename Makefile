@@ -11,7 +11,7 @@ export HF_HUB_OFFLINE := 1
 export HF_HUB_DISABLE_TELEMETRY := 1
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
-.PHONY: test reproduce venv venv-gpu gpu-wheels gpu-api-check sync-check style-check nbtest pytest bench lab clean
+.PHONY: test reproduce reproduce-seeds venv venv-gpu gpu-wheels gpu-api-check sync-check style-check nbtest pytest bench lab clean
 
 $(BIN)/.stamp-$(EXTRAS): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -41,6 +41,11 @@ pytest: venv
 ## make reproduce: the main job on the embedded default data.
 reproduce: venv
 	$(BIN)/bilateral reproduce --profile offline
+
+## make reproduce-seeds: the training chain for five seeds (the run of `make reproduce` is seed 0), three at a time on
+## one torch thread each, and the seeds table under data/runs/offline/seeds/ (12c_seeds; about an hour on 2 cores).
+reproduce-seeds: venv
+	$(BIN)/bilateral reproduce --profile offline --seeds 0-4 --jobs 3 --threads 1
 
 ## make bench: the engine's speed, then the same pairings against NegMAS (installs the optional extra `bench`).
 bench:

@@ -317,13 +317,46 @@ def cmd_reproduce(a) -> str:
     from bilateral.report import PROFILES, reproduce
     try: import papermill
     except ImportError: raise CliError('reproduce needs papermill: pip install "bilateral[pipeline]"') from None
+    if getattr(a, 'seeds', None): return _reproduce_seeds(a)
     over = {k: v for k, v in (('games_per_pair', a.games_per_pair), ('seed', a.seed)) if v is not None}
     d = reproduce(a.profile, a.out, progress=not a.quiet, **over)
     out = [f'profile {a.profile}: executed notebooks, tables and figures in {d}']
     for stage in PROFILES[a.profile]['stages']:
         with Store(d / stage['name'], create=False) as st: lb = leaderboard(st.rows())
         out += [f"\n{stage['name'] or 'main'} stage ({d / stage['name']}):", format_leaderboard(lb, display_name)]
-    return '\n'.join(out)
+    return '\n'.join(out + _beside_seeds(a.profile, d))
+
+# %% ../nbs/13_cli.ipynb #5af29258
+def _beside_seeds(profile: str, d: Path) -> list[str]:
+    "The chain's headline measures beside the spread recorded over seeds; nothing without a chain or a record."
+    from bilateral.seeds import (HEADLINE, chain_done, chain_measures, format_falls, recorded_seeds, seed_spread,
+                                 where_it_falls)
+    rec = recorded_seeds(profile)
+    if rec is None or not chain_done(d): return []
+    falls = where_it_falls(chain_measures(d), seed_spread(rec), HEADLINE)
+    return [f"\nthe training chain beside {rec['seed'].nunique()} recorded seeds (median [95 % prediction interval of "
+            f"one more run], 12c_seeds): {int((falls['inside'] == False).sum())} of {len(falls)} outside",
+            format_falls(falls)]
+
+def _reproduce_seeds(a) -> str:
+    "The training chain once per seed, then the seeds table under RUN/seeds."
+    from bilateral.report import PROFILES
+    from bilateral.seeds import reproduce_seeds, write_seeds
+    d = reproduce_seeds(a.profile, a.seeds, a.out, a.jobs, a.threads, progress=not a.quiet)
+    got = write_seeds(d, a.seeds, PROFILES[a.profile]['train']['seed'])
+    claims = '\n'.join(f'  {r.seeds} of {r.of}: {r.claim}' for r in got['claims'].itertuples())
+    return f'{len(a.seeds)} seeds of {a.profile}: the seeds table in {d / "seeds"}\nclaims over seeds:\n{claims}'
+
+# %% ../nbs/13_cli.ipynb #c3eb50dc
+def _seed_list(text: str) -> list[int]:
+    "Seeds as `A-B` (both included) or `A,B,C`; at most 100."
+    try:
+        lo, hi = (text.split('-') + [None])[:2] if '-' in text else (None, None)
+        got = list(range(int(lo), int(hi) + 1)) if lo is not None else [int(s) for s in text.split(',')]
+    except ValueError: raise argparse.ArgumentTypeError(f'seeds must read like 0-4 or 0,2,7, got {text!r}') from None
+    if not 1 <= len(got) <= 100 or min(got) < 0:
+        raise argparse.ArgumentTypeError(f'seeds must be 1 to 100 numbers ≥ 0, got {text!r}')
+    return sorted(set(got))
 
 # %% ../nbs/13_cli.ipynb #32adf50b
 def _add_reproduce(sub):
@@ -332,6 +365,9 @@ def _add_reproduce(sub):
     rr.add_argument('--out', default=None, type=_path)
     rr.add_argument('--games-per-pair', type=_number(int, 1), default=None)
     rr.add_argument('--seed', type=SEED, default=None)
+    rr.add_argument('--seeds', type=_seed_list, default=None, help='train the chain once per seed: 0-4 or 0,2,7')
+    rr.add_argument('--jobs', type=_number(int, 1, 16), default=1, help='with --seeds: seeds at a time')
+    rr.add_argument('--threads', type=_number(int, 1, 256), default=None, help="torch threads (default: the profile's)")
     rr.add_argument('--quiet', action='store_true')
     rr.set_defaults(fn=cmd_reproduce)
 

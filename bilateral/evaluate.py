@@ -24,8 +24,9 @@ from .plots import ROLE_ORDER, save_chart
 # %% auto #0
 __all__ = ['GROUPS', 'OUTCOMES', 'IR_FLAG', 'TIERS', 'BEHAVIOUR_SHOWN', 'SANITY_SHOWN', 'eval_runs', 'eval_spec',
            'play_runs_async', 'play_runs', 'eval_rows', 'model_roles', 'clustered', 'outcome_table', 'headline',
-           'sanity_table', 'sanity_flags', 'direction', 'model_gaps', 'tier_table', 'behaviour_table', 'eval_tables',
-           'ci_chart', 'tier_chart', 'eval_figures', 'markdown_table', 'findings', 'write_evaluation', 'evaluate']
+           'sanity_table', 'sanity_flags', 'direction', 'gap_pairs', 'model_gaps', 'tier_table', 'behaviour_table',
+           'eval_tables', 'ci_chart', 'tier_chart', 'eval_figures', 'markdown_table', 'findings', 'write_evaluation',
+           'evaluate']
 
 # %% ../nbs/11b_evaluate.ipynb #f6c43acf
 def _check_models(models: dict, seen: list, unseen: list):
@@ -176,13 +177,17 @@ def _gap_flag(flags: dict, model: str, ref: str, group: str) -> str | None:
     "Why the comparison of `model` with `ref` in `group` cannot be read (the flags of either), or None."
     return '; '.join(f'{m} {flags[(m, group)]}' for m in (model, ref) if (m, group) in flags) or None
 
+def gap_pairs(labels: list, reference: str | None = None) -> list[tuple]:
+    "(model, reference) to compare: each model against the reference (default: the first), then against the one before."
+    ref = reference or labels[0]
+    return [(a, ref) for a in labels if a != ref] + [(b, a) for a, b in zip(labels, labels[1:]) if ref not in (a, b)]
+
 def model_gaps(rows: pd.DataFrame, reference: str | None = None, n_boot: int = 1000, seed: int = 0,
                sanity: pd.DataFrame | None = None) -> pd.DataFrame:
-    "Each model minus the reference (default: the first), paired on role, opponent and scenario, per group; flagged."
-    labels = list(dict.fromkeys(rows['model']))
-    ref = reference or labels[0]
+    "Each model minus the reference and minus the model before it, paired on role, opponent and scenario; flagged."
+    pairs = gap_pairs(list(dict.fromkeys(rows['model'])), reference)
     out = [{'group': grp, **paired_gap(g, a, ref, m, n_boot, seed)} for grp, g in rows.groupby('group', sort=False)
-           for a in labels if a != ref for m in ('share', 'deal')]
+           for a, ref in pairs for m in ('share', 'deal')]
     cols = ['group', 'a', 'b', 'measure', 'diff', 'lo', 'hi', 'pairs', 'scenarios']
     gaps = pd.DataFrame(out, columns=cols).rename(columns={'a': 'model', 'b': 'reference'})
     flags = sanity_flags(sanity_table(rows) if sanity is None else sanity)
@@ -301,7 +306,8 @@ def _evaluation_md(tables: dict, said: list[str], world: str | None = None) -> s
     gap_cols = ['model', 'reference', 'group', 'measure', 'diff', 'lo', 'hi', 'scenarios', 'direction']
     tier_cols = ['model', 'group', 'role', 'share_low', 'share_mid', 'share_high', 'spread', 'p_value']
     parts += ['## Bargaining sanity', '', markdown_table(tables['sanity'][SANITY_SHOWN]), '',
-              '## Paired gaps against the reference', '', markdown_table(tables['gaps'][gap_cols]), '',
+              '## Paired gaps: each model against the reference and the one before it', '',
+              markdown_table(tables['gaps'][gap_cols]), '',
               '## Share by price tier', '', markdown_table(tables['tiers'][tier_cols]), '', '## In words', '']
     return '\n'.join(parts + [f'- {s}' for s in said]) + '\n'
 

@@ -6,7 +6,7 @@ Docs: https://github.com/bilateral-dev/bilateral/report.html.md"""
 
 # %% ../nbs/12_report.ipynb #ac4ac459
 from __future__ import annotations
-import json, sqlite3, tempfile, threading
+import json, os, platform, sqlite3, tempfile, threading
 from contextlib import contextmanager, nullcontext
 from functools import partial
 from importlib import resources
@@ -27,8 +27,8 @@ from .findings import findings_table, headline_markdown
 from .ceiling import regret_table
 
 # %% auto #0
-__all__ = ['MAX_BOOT', 'PAPER_TRAIN', 'TINY_SPEC', 'BASE_SPEC', 'PROFILES', 'EXPERIMENTS', 'report_tables', 'report_figures',
-           'write_report', 'experiment_path', 'reproduce']
+__all__ = ['MAX_BOOT', 'PAPER_TRAIN', 'TINY_SPEC', 'BASE_SPEC', 'PROFILES', 'EXPERIMENTS', 'PORTABLE_MATH', 'report_tables',
+           'report_figures', 'write_report', 'experiment_path', 'portable_math', 'reproduce']
 
 # %% ../nbs/12_report.ipynb #010b5eeb
 def report_tables(rows: pd.DataFrame, n_boot: int = 1000) -> dict[str, pd.DataFrame]:
@@ -132,7 +132,8 @@ PROFILES = {
          'seed': 0, 'self_play': False, 'first_mover': 'alternate', 'threads': 1}],
         'train': {'preset': 'dollars', 'deadline': 60.0, 'opponent': 'conceder', 'role': 'both', 'grpo_steps': 30,
                   'scenarios': 8, 'threads': 2,    # base, SFT and GRPO: the same weights as one thread, sooner
-                  'reward': 'share-invalid-failed', 'seed': 0, 'unseen': ['boulware', 'linear'], 'eval_games': 14,
+                  'reward': 'share-invalid-failed', 'seed': 0, 'eval_seed': 0, 'unseen': ['boulware', 'linear'],
+                  'eval_games': 14,
                   'transfer_preset': DEFAULT_PRESET, 'transfer_unseen': ['linear'], 'transfer_games': 4}},
     'paper': {'concurrency': 32, 'n_boot': 1000, 'stages': [
         {'name': '', 'agents': ['openai:gpt-4.1', 'openai:o4-mini',
@@ -217,6 +218,19 @@ def _execute(name: str, out: Path, params: dict, progress: bool, follow: tuple |
     finally:
         if bar: bar.close()
 
+# %% ../nbs/12_report.ipynb #dd2ebf03
+PORTABLE_MATH = {'ATEN_CPU_CAPABILITY': 'avx2', 'MKL_CBWR': 'AVX2'}   # x86-64 only
+
+@contextmanager
+def portable_math(env: dict | None = None):
+    "While the block runs, the variables of `PORTABLE_MATH` that are unset, on x86-64; yields those it set."
+    x86 = platform.machine().lower() in ('x86_64', 'amd64')
+    add = {k: v for k, v in (PORTABLE_MATH if env is None else env).items() if x86 and k not in os.environ}
+    os.environ.update(add)
+    try: yield add
+    finally:
+        for k in add: os.environ.pop(k, None)
+
 # %% ../nbs/12_report.ipynb #3859d00c
 def _spec(agent: str, models: dict) -> str:
     "An agent spec with each `{name}` of `models` replaced by that model's folder."
@@ -246,7 +260,7 @@ def _build_tiny(run_dir: Path, tiny: Path, params: dict, progress: bool):
                  progress, (partial(_steps_done, f), 'tiny model training', 'step'))
 
 # %% ../nbs/12_report.ipynb #0f05165b
-def _train_sft(run_dir: Path, tr: dict, progress: bool):
+def _train_sft(run_dir: Path, tr: dict, progress: bool, label: str = ''):
     "The training chain's first notebook: the base model, then SFT from it, into `run_dir/training`."
     d = run_dir / 'training'
     with tempfile.TemporaryDirectory() as tmp:
@@ -255,11 +269,12 @@ def _train_sft(run_dir: Path, tr: dict, progress: bool):
             'out_dir': str(d), 'teacher_run': str(tr.get('teacher_run', run_dir / 'teacher')),
             'strong_from': str(tr.get('strong_from', run_dir)), 'preset': tr['preset'],
             'deadline': tr.get('deadline', Rules.deadline), 'seed': tr['seed'], 'threads': tr['threads'],
+            'eval_seed': tr.get('eval_seed', tr['seed']),
             'progress_file': str(f), **tr.get('sft', {})}, progress,
-            (partial(_steps_done, f), 'base and SFT training', 'step'))
+            (partial(_steps_done, f), f'{label}base and SFT training', 'step'))
 
 # %% ../nbs/12_report.ipynb #160a30e8
-def _train_grpo(run_dir: Path, tr: dict, n_boot: int, progress: bool):
+def _train_grpo(run_dir: Path, tr: dict, n_boot: int, progress: bool, label: str = ''):
     "The rest of the chain: GRPO from the SFT model, then the evaluation of base, SFT and GRPO."
     d, seed, preset, dl = run_dir / 'training', tr['seed'], tr['preset'], tr.get('deadline', Rules.deadline)
     with tempfile.TemporaryDirectory() as tmp:
@@ -267,16 +282,17 @@ def _train_grpo(run_dir: Path, tr: dict, n_boot: int, progress: bool):
         gp = {'out_dir': str(d), 'opponent': tr['opponent'], 'role': tr['role'], 'max_steps': tr['grpo_steps'],
               'scenarios': tr['scenarios'], 'reward': tr['reward'], 'preset': preset, 'deadline': dl, 'seed': seed,
               'threads': tr['threads'], 'progress_file': str(g), **tr.get('grpo', {})}
-        _execute('train_grpo', d / 'train_grpo.ipynb', gp, progress, (partial(_steps_done, g), 'GRPO', 'step'))
+        _execute('train_grpo', d / 'train_grpo.ipynb', gp, progress, (partial(_steps_done, g), f'{label}GRPO', 'step'))
     models = {'base': f"hf:{d / 'base'}", 'sft': f"hf:{d / 'sft'}", 'grpo': f"hf:{d / 'grpo' / 'model'}"}
-    ev = {'models': models, 'seen': [tr['opponent']], 'unseen': tr['unseen'], 'seed': seed, 'concurrency': 16,
+    ev = {'models': models, 'seen': [tr['opponent']], 'unseen': tr['unseen'], 'seed': tr.get('eval_seed', seed),
+          'concurrency': 16,
           'threads': 1, 'n_boot': n_boot, 'deadline': dl}
     for name, p, n, un in (('evaluation', preset, tr['eval_games'], tr['unseen']),
                            ('transfer', tr['transfer_preset'], tr['transfer_games'], tr['transfer_unseen'])):
         total = len(models) * (len(ev['seen']) + len(un)) * n * 2   # every model against every opponent, both roles
         _execute('evaluate', d / f'{name}.ipynb', {**ev, 'preset': p, 'games_per_pair': n, 'unseen': un,
                                                    'out_dir': str(d / name)}, progress,
-                 (partial(_eval_stored, d / name, total), name, 'game'))
+                 (partial(_eval_stored, d / name, total), f'{label}{name}', 'game'))
 
 # %% ../nbs/12_report.ipynb #b697c779
 def _gpu_ready(profile: str, tr: dict):
@@ -306,21 +322,30 @@ def _stage(run_dir: Path, st: dict, prof: dict, models: dict, progress: bool):
                                     progress)
 
 # %% ../nbs/12_report.ipynb #1ce97777
-def reproduce(profile: str = 'smoke', out_dir: str | Path | None = None, progress: bool = True, **overrides) -> Path:
-    "Run the experiment notebooks of a profile through papermill; return the run directory."
+def _plan(profile: str, out_dir, overrides: dict) -> tuple:
+    "A profile's settings, its chain's, its run directory, its models' folders, and its stages before and on the base."
     if profile not in PROFILES: raise ConfigError(f"unknown profile {profile!r}; choose from {', '.join(PROFILES)}")
     prof, tr = PROFILES[profile], {**PROFILES[profile].get('train', {}), **overrides}
     tr.update({k: str(Path(tr[k]).absolute()) for k in ('teacher_run', 'strong_from') if k in tr})
     if prof.get('gpu'): _gpu_ready(profile, tr)     # at once, not after minutes
     run_dir = Path(out_dir or Path('data') / 'runs' / profile).absolute()
     models = {'tiny': run_dir / 'tiny-model', 'base': run_dir / 'training' / 'base'}
-    if 'tiny' in prof: _build_tiny(run_dir, models['tiny'], prof['tiny'], progress)
     stages = [{**st, **overrides} for st in prof['stages']]
     on_base = [st for st in stages if any('{base}' in a for a in st['agents'])]   # they wait for the chain's base
     if on_base and 'train' not in prof: raise ConfigError(f'profile {profile!r} plays {{base}} but trains none')
-    for st in stages:
-        if st not in on_base: _stage(run_dir, st, prof, models, progress)
-    if 'train' in prof: _train_sft(run_dir, tr, progress)
+    return prof, tr, run_dir, models, [st for st in stages if st not in on_base], on_base
+
+def _chain(run_dir: Path, tr: dict, prof: dict, models: dict, on_base: list, progress: bool, label: str = ''):
+    "The training chain into `run_dir/training`: base and SFT, the stages that play the base, GRPO, the evaluations."
+    _train_sft(run_dir, tr, progress, label)
     for st in on_base: _stage(run_dir, st, prof, models, progress)
-    if 'train' in prof: _train_grpo(run_dir, tr, prof['n_boot'], progress)
+    _train_grpo(run_dir, tr, prof['n_boot'], progress, label)
+
+def reproduce(profile: str = 'smoke', out_dir: str | Path | None = None, progress: bool = True, **overrides) -> Path:
+    "Run the experiment notebooks of a profile through papermill; return the run directory."
+    prof, tr, run_dir, models, before, on_base = _plan(profile, out_dir, overrides)
+    with portable_math():
+        if 'tiny' in prof: _build_tiny(run_dir, models['tiny'], prof['tiny'], progress)
+        for st in before: _stage(run_dir, st, prof, models, progress)
+        if 'train' in prof: _chain(run_dir, tr, prof, models, on_base, progress)
     return run_dir
