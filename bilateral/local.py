@@ -6,7 +6,7 @@ Docs: https://github.com/bilateral-dev/bilateral/local.html.md"""
 
 # %% ../nbs/06c_local.ipynb #37816b16
 from __future__ import annotations
-import asyncio, json, re, time, weakref
+import asyncio, json, os, re, time, weakref
 from typing import NamedTuple
 import numpy as np
 from pathlib import Path
@@ -18,7 +18,7 @@ from .chat import PROMPT_NAME, ChatAgent, ChatLimits, Reply, prompt_hash
 
 # %% auto #0
 __all__ = ['HF_OPTIONS', 'parse_tool_calls', 'Prefix', 'common_prefix', 'PrefixCache', 'batch_layout', 'prefix_generation',
-           'LocalModel', 'local_model', 'LocalAgent']
+           'default_threads', 'LocalModel', 'local_model', 'LocalAgent']
 
 # %% ../nbs/06c_local.ipynb #eb0ae100
 _CALL = re.compile(r'<tool_call>\s*(.*?)\s*(?:</tool_call>|$)', re.S)
@@ -154,13 +154,20 @@ def prefix_generation(model,              # a model whose `generate` is replaced
     model.generate = generate
     return pc
 
+# %% ../nbs/06c_local.ipynb #23c95a99
+def default_threads() -> int:
+    "Torch threads when none is asked for: `OMP_NUM_THREADS` when set (a whole number), else 1."
+    try: return max(1, int(os.environ.get('OMP_NUM_THREADS', '')))
+    except ValueError: return 1
+
 # %% ../nbs/06c_local.ipynb #3801525b
 class LocalModel:
     "A transformers model folder serving batched chat completions."
-    def __init__(self, path: str | Path, batch_size: int = 16, cache: int | None = None):
+    def __init__(self, path: str | Path, batch_size: int = 16, cache: int | None = None, threads: int | None = None):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
         self.path, self.batch_size = str(path), batch_size
+        self.threads = default_threads() if threads is None else threads   # 0: as the process has them
         if not Path(path).is_dir(): raise ConfigError(f'no model folder at {path}')
         self.tok = AutoTokenizer.from_pretrained(path)
         self.tok.padding_side = 'left'
@@ -182,6 +189,8 @@ def _decode(self: LocalModel, row, n_in: int) -> tuple[str, int, int]:
 @patch
 def _run(self: LocalModel, batch) -> list:
     "One batch of requests, on a worker thread: [(text, prompt tokens, generated tokens)]."
+    import torch
+    if self.threads: torch.set_num_threads(self.threads)
     texts = [self.tok.apply_chat_template(m, tools=t, add_generation_prompt=True, tokenize=False)
              for m, t, *_ in batch]
     rows = [np.array(self.tok(t, add_special_tokens=False)['input_ids']) for t in texts]
@@ -224,19 +233,22 @@ _MODELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def local_model(path: str,                 # the model folder
                 batch_size: int = 16,      # the most conversations a batch generates
                 cache: int | None = None,  # the prompts kept (None: four times the batch size)
+                threads: int | None = None,  # torch threads (None: `default_threads()`; 0: the process's)
                ) -> LocalModel:
     "The shared `LocalModel` of this event loop for a folder."
     pool = _MODELS.setdefault(asyncio.get_running_loop(), {})
-    if path not in pool: pool[path] = LocalModel(path, batch_size, cache)
+    if path not in pool: pool[path] = LocalModel(path, batch_size, cache, threads)
     return pool[path]
 
 # %% ../nbs/06c_local.ipynb #1e6d9f0a
 class LocalAgent(ChatAgent):
     "A local transformers model playing through its chat template."
     def __init__(self, path: str, max_new_tokens: int = 96, temperature: float = 0.0, batch: int = 16,
-                 window: int | None = None, max_turns: int = 100, cache: int | None = None):
+                 window: int | None = None, max_turns: int = 100, cache: int | None = None,
+                 threads: int | None = None):
         super().__init__(ChatLimits(max_turns, window=window))
         self.path, self.max_new, self.temp, self.batch, self.cache = path, max_new_tokens, temperature, batch, cache
+        self.threads = threads
 
     def check(self):
         if not Path(self.path).is_dir(): raise ConfigError(f'no model folder at {self.path}')
@@ -245,7 +257,7 @@ class LocalAgent(ChatAgent):
 
     async def start(self, brief: Brief):
         await super().start(brief)
-        try: self.lm = local_model(self.path, self.batch, self.cache)
+        try: self.lm = local_model(self.path, self.batch, self.cache, self.threads)
         except (OSError, ValueError, ConfigError) as e:
             raise Unreachable('model_load', f'cannot load the model in {self.path}: {e}'[:300], fatal=True) from None
 
@@ -266,6 +278,6 @@ def info(self: LocalAgent) -> dict:
 # %% ../nbs/06c_local.ipynb #8517d71d
 HF_OPTIONS = {'max_new_tokens': Opt(int, 1, 32_768), 'temperature': Opt(float, 0, 2), 'batch': Opt(int, 1, 1024),
               'window': Opt(int, 1, 10**6), 'max_turns': Opt(int, 1, 10_000),
-              'cache': Opt(int, 0, 100_000)}   # defaults: `LocalAgent`'s
+              'cache': Opt(int, 0, 100_000), 'threads': Opt(int, 0, 1024)}   # defaults: `LocalAgent`'s
 register_agent('hf', LocalAgent, 'a local transformers model folder', arg='PATH', needs_arg=True,
                options=HF_OPTIONS, short=lambda a: a.rstrip('/').rsplit('/', 1)[-1])
