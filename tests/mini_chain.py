@@ -43,9 +43,10 @@ def main(out: str, threads: str):
     train_grpo(out / 'sft', out / 'grpo', opponent='conceder', role='buyer', reward='share-invalid-failed', max_steps=2,
                scenarios=2, threads=threads, **world)
     with Store(out / 'grpo' / 'rollouts', create=False) as st: rollouts = sorted(dumps(t) for _, t in st.transcripts())
-    os.chdir(out)      # the agent's name is its spec, so the same relative path in every run
-    game = play(sample_scenarios(1, 'dollars', seed=3)[0], 'hf:grpo/model', 'conceder', Rules(deadline=60.0), seed=3)
-    models = {'grpo': f"hf:{out / 'grpo' / 'model'}"}
+    os.chdir(out)      # the agent's name is its spec, so the same relative path in every run; `threads=0`: torch's own
+    game = play(sample_scenarios(1, 'dollars', seed=3)[0], 'hf:grpo/model?threads=0', 'conceder', Rules(deadline=60.0),
+                seed=3)
+    models = {'grpo': f"hf:{out / 'grpo' / 'model'}?threads=0"}
     evaluate(models, ['conceder'], ['linear'], out / 'eval', games_per_pair=4, concurrency=8, n_boot=10, figures=False,
              **world)
     games = []
