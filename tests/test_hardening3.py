@@ -1,0 +1,123 @@
+"""Hardening, round three (issue 39): each finding of the hostile test from outside, reproduced against the project's
+own fault endpoint (bilateral.fakeserver: `gzip`, `bomb`, `bigusage`, `negusage`, `echokey`, `needchoice`) or real
+processes.
+
+1. a reply is bounded by the bytes it decodes to, not by the bytes that arrive (both HTTP transports);
+2. token counts the server reports are checked: out of range is the server's fault (unplayed, with a cause);
+3. a key that a normal reply repeats is scrubbed from everything stored or printed;
+10. `tool_choice` is an `openai:` option, checked like the others."""
+import asyncio, json, sqlite3, subprocess, sys, zlib
+from pathlib import Path
+import pytest
+from bilateral.agents import make_agent
+from bilateral.core import ConfigError
+from bilateral.play import play_game, run_sync
+from bilateral.scenarios import sample_scenarios
+from bilateral.store import Store
+from bilateral.tournament import TournamentSpec, run_tournament
+
+EXE = str(Path(sys.executable).parent / 'bilateral')
+SC = sample_scenarios(2, seed=11)
+
+def agent(srv, kind, **opts):
+    q = '&'.join(f'{k}={v}' for k, v in {'cache': 'off', **opts}.items())
+    return f'openai:{kind}@{srv.url}?{q}'
+
+def game(srv, kind, limit=120, **opts):
+    "One game of the model (buyer) against `linear`, bounded so that a hang fails the test instead of blocking it."
+    async def go(): return await asyncio.wait_for(play_game(SC[0], agent(srv, kind, **opts), 'linear', seed=1), limit)
+    return run_sync(go())
+
+def cache_rows(path: Path) -> list:
+    if not path.exists(): return []
+    con = sqlite3.connect(path)
+    try: return con.execute('SELECT key, reply FROM replies').fetchall()
+    finally: con.close()
+
+# 1. bounded after decompression
+
+@pytest.mark.parametrize('http', ['httpx', 'aiohttp'])
+def test_a_compressed_reply_that_inflates_past_max_reply_bytes_is_refused(srv, http, tmp_path, monkeypatch):
+    monkeypatch.setenv('BILATERAL_CACHE', str(tmp_path / 'cache.sqlite'))
+    g = game(srv, 'bomb', http=http, cache='on', retries=0)        # 32 KB on the wire, 32 MB decoded; the cap: 2 MB
+    assert g.failure and g.failure['cause'] == 'too_large', (g.outcome, g.failure)
+    assert 'max_reply_bytes=2097152' in g.failure['message'] and not g.outcome.reason.scored
+    assert cache_rows(tmp_path / 'cache.sqlite') == []             # nothing of it was cached
+
+@pytest.mark.parametrize('http', ['httpx', 'aiohttp'])
+def test_a_compressed_reply_within_the_cap_plays(srv, http):
+    g = game(srv, 'gzip', http=http)
+    assert g.failure is None and g.outcome.reason.value == 'deal', (g.outcome, g.failure)
+
+# 2. server-reported usage checked
+
+@pytest.mark.parametrize('kind', ['bigusage', 'negusage'])
+def test_token_counts_out_of_range_are_the_servers_fault(srv, kind):
+    g = game(srv, kind, retries=0)
+    assert g.failure and g.failure['cause'] == 'bad_usage', (g.outcome, g.failure)
+    assert not g.outcome.reason.scored and 'tokens' in g.failure['message']
+
+def test_a_run_keeps_no_game_with_usage_out_of_range(srv, tmp_path):
+    s = run_tournament(TournamentSpec((agent(srv, 'negusage', retries=0), 'linear'), games_per_pair=1, seed=2,
+                                      self_play=False), tmp_path / 'run', progress=False)
+    assert s['stored'] == 0 and s['failed'] == 2 and s['failures'] == {'bad_usage': 2}, s
+    with Store(tmp_path / 'run', create=False) as st: assert st.rows().empty
+
+# 3. the key scrubbed from normal replies
+
+KEY = 'sk-echo-4f9a2b7c1d8e3f6a0b5c'
+
+def stored_texts(run: Path, cache: Path) -> list[str]:
+    "Every text a run stored: transcripts, conversations and failures of its games, and the reply cache."
+    out = []
+    con = sqlite3.connect(run / 'games.sqlite')
+    try:
+        for t, m in con.execute('SELECT transcript, messages FROM games'):
+            out += [zlib.decompress(b).decode() for b in (t, m) if b is not None]
+        for row in con.execute('SELECT * FROM failures'):
+            out += [zlib.decompress(x).decode() if isinstance(x, bytes) else str(x) for x in row]
+    finally: con.close()
+    return out + [r for _, r in cache_rows(cache)]
+
+def test_a_key_a_normal_reply_repeats_is_stored_nowhere(srv, tmp_path, monkeypatch):
+    monkeypatch.setenv('ECHO_API_KEY', KEY)
+    monkeypatch.setenv('BILATERAL_CACHE', str(tmp_path / 'cache.sqlite'))
+    spec = f'openai:echokey@{srv.url}?key_env=ECHO_API_KEY'
+    s = run_tournament(TournamentSpec((spec, 'linear'), games_per_pair=1, seed=2, self_play=False), tmp_path / 'run',
+                       progress=False)
+    assert s['stored'] == 2, s
+    texts = stored_texts(tmp_path / 'run', tmp_path / 'cache.sqlite')
+    assert any('My key is ***' in t for t in texts) and any('psst: ***' in t for t in texts)   # the reply was kept
+    assert [t for t in texts if KEY in t or KEY[3:15] in t] == []
+    raw = b''.join(p.read_bytes() for p in tmp_path.rglob('*') if p.is_file())
+    assert KEY.encode() not in raw
+
+def test_a_key_a_normal_reply_repeats_is_printed_nowhere(srv, tmp_path):
+    spec = f'openai:echokey@{srv.url}?key_env=ECHO_API_KEY&cache=off'
+    r = subprocess.run([EXE, 'run', '--buyer', spec, '--seller', 'linear', '--seed', '1'], capture_output=True,
+                       text=True, timeout=120, cwd=tmp_path,
+                       env={**__import__('os').environ, 'ECHO_API_KEY': KEY, 'BILATERAL_CACHE': str(tmp_path / 'c')})
+    assert r.returncode == 0, r.stderr[-500:]
+    assert 'psst: ***' in r.stdout and KEY not in r.stdout + r.stderr
+
+# 10. tool_choice
+
+def test_tool_choice_is_sent_to_a_server_that_needs_it(srv):
+    srv.post('/reset')
+    plain = game(srv, 'needchoice', max_turns=3)                  # without it: text, no tool call, every turn
+    assert plain.invalid['buyer'] >= 1 and srv.stats().get('tool_choice', 0) == 0, plain.invalid
+    g = game(srv, 'needchoice', tool_choice='auto')
+    assert g.failure is None and g.invalid['buyer'] == 0 and g.outcome.reason.value == 'deal', (g.outcome, g.invalid)
+    assert srv.stats()['tool_choice'] >= 2
+
+@pytest.mark.parametrize('value', ['maybe', 'AUTO', ''])
+def test_a_bad_tool_choice_is_refused(value):
+    with pytest.raises(ConfigError, match='tool_choice must be one of auto, required, none'):
+        make_agent(f'openai:m@http://127.0.0.1:9/v1?tool_choice={value}')
+
+def test_a_bad_tool_choice_on_the_command_line_is_one_line_exit_2(tmp_path):
+    r = subprocess.run([EXE, 'run', '--buyer', 'openai:m@http://127.0.0.1:9/v1?tool_choice=maybe', '--seller',
+                        'linear'], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert 'tool_choice must be one of auto, required, none' in r.stderr
+    assert list(tmp_path.iterdir()) == []
