@@ -6,7 +6,7 @@ processes.
 2. token counts the server reports are checked: out of range is the server's fault (unplayed, with a cause);
 3. a key that a normal reply repeats is scrubbed from everything stored or printed;
 10. `tool_choice` is an `openai:` option, checked like the others."""
-import asyncio, json, sqlite3, subprocess, sys, zlib
+import asyncio, json, shutil, sqlite3, subprocess, sys, zlib
 from pathlib import Path
 import pytest
 from bilateral.agents import make_agent
@@ -121,3 +121,77 @@ def test_a_bad_tool_choice_on_the_command_line_is_one_line_exit_2(tmp_path):
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert 'tool_choice must be one of auto, required, none' in r.stderr
     assert list(tmp_path.iterdir()) == []
+
+# 6. merges verify what they copy; a damaged store is named in one line
+
+AGENTS = ('boulware', 'conceder', 'linear')
+
+@pytest.fixture(scope='module')
+def shards(tmp_path_factory):
+    "A small tournament in two shards (in-process), and its whole run."
+    d = tmp_path_factory.mktemp('shards')
+    spec = TournamentSpec(AGENTS, games_per_pair=4, seed=5)
+    for k in (1, 2): run_tournament(spec, d / f's{k}', progress=False, workers=1, shard=f'{k}/2')
+    run_tournament(spec, d / 'whole', progress=False, workers=1)
+    return d
+
+def one_line(r, *words):
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert len(r.stderr.strip().splitlines()) == 1 and 'Traceback' not in r.stderr, r.stderr
+    for w in words: assert w in r.stderr, (w, r.stderr)
+
+def flip_a_byte(run: Path) -> str:
+    "Flip one byte in the middle of one stored transcript, as a bad disk would; the game's id."
+    con = sqlite3.connect(run / 'games.sqlite')
+    gid, blob = con.execute('SELECT game_id, transcript FROM games ORDER BY game_id LIMIT 1 OFFSET 3').fetchone()
+    b = bytearray(blob)
+    b[len(b) // 2] ^= 0x10
+    with con: con.execute('UPDATE games SET transcript=? WHERE game_id=?', (bytes(b), gid))
+    con.close()
+    return gid
+
+def snapshot(d: Path) -> dict:
+    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob('*')) if p.is_file()} if d.exists() else None
+
+def test_a_merge_refuses_a_shard_with_a_damaged_transcript_and_writes_nothing(shards, tmp_path):
+    bad = tmp_path / 's2'
+    shutil.copytree(shards / 's2', bad)
+    gid = flip_a_byte(bad)
+    one_line(subprocess.run([EXE, 'merge', str(tmp_path / 'new'), str(shards / 's1'), str(bad)], capture_output=True,
+                            text=True, timeout=120), str(bad / 'games.sqlite'), f'game {gid}', 'nothing was merged')
+    assert not (tmp_path / 'new').exists()
+    partial = tmp_path / 'partial'                                  # a target that holds shard 1 already
+    assert subprocess.run([EXE, 'merge', str(partial), str(shards / 's1')], capture_output=True).returncode == 3
+    before = snapshot(partial)
+    one_line(subprocess.run([EXE, 'merge', str(partial), str(bad)], capture_output=True, text=True, timeout=120),
+             str(bad / 'games.sqlite'), f'game {gid}')
+    assert snapshot(partial) == before
+
+def test_a_merge_refuses_a_shard_with_corrupt_pages_naming_it(shards, tmp_path):
+    bad = tmp_path / 's2'
+    shutil.copytree(shards / 's2', bad)
+    db = bad / 'games.sqlite'
+    data = bytearray(db.read_bytes())
+    assert len(data) >= 8 * 4096
+    page = len(data) // 4096 // 2 * 4096
+    data[page:page + 4096] = b'\xff' * 4096                       # one page in the middle of the file, overwritten
+    db.write_bytes(bytes(data))
+    r = subprocess.run([EXE, 'merge', str(tmp_path / 'new'), str(shards / 's1'), str(bad)], capture_output=True,
+                       text=True, timeout=120)
+    one_line(r, str(db))
+    assert not (tmp_path / 'new').exists()
+
+@pytest.mark.parametrize('cmd', [['report', '--no-figures', '--n-boot', '10'], ['view', '--n-boot', '10']])
+def test_report_and_view_name_the_damaged_game_in_one_line(shards, tmp_path, cmd):
+    run = tmp_path / 'run'
+    shutil.copytree(shards / 'whole', run)
+    gid = flip_a_byte(run)
+    r = subprocess.run([EXE, cmd[0], str(run), *cmd[1:]], capture_output=True, text=True, timeout=300)
+    one_line(r, f'game {gid}', 'damaged', str(run / 'games.sqlite'))
+
+def test_a_clean_merge_still_equals_the_whole_run(shards, tmp_path):
+    r = subprocess.run([EXE, 'merge', str(tmp_path / 'm'), str(shards / 's1'), str(shards / 's2')],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    with Store(tmp_path / 'm', create=False) as m, Store(shards / 'whole', create=False) as w:
+        assert m.done_ids() == w.done_ids() and len(m.done_ids()) == 36
