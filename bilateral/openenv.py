@@ -12,10 +12,10 @@ from fastcore.basics import patch
 from pydantic import Field
 from openenv.core import Action, EnvClient, Environment, Observation, State, create_app
 from openenv.core.client_types import StepResult
-from .core import Role
+from .core import BilateralError, Role
 from .protocol import TOOLS, Rules, openai_tools
 from .engine import scenario_from_json, scenario_json
-from .agents import check_spec
+from .agents import Opt, check_spec, make_agent
 from .chat import ChatLimits, render_result
 from .metrics import game_row
 from .scenarios import DEFAULT_PRESET, sample_scenarios
@@ -149,22 +149,43 @@ def make_app(opponent: str = 'boulware',   # the default opponent's spec
                       max_concurrent_envs=max_sessions, state_cls=BargainState)
 
 # %% ../nbs/15b_openenv.ipynb #b4ce9753
+class _OneLine(argparse.ArgumentParser):
+    "An argument parser whose errors are one line and exit 2, as `bilateral`'s are (never the whole usage)."
+    def error(self, message): self.exit(2, f'{self.prog}: error: {message}\n')
+
+def _whole(lo: int, hi: int):
+    "An argparse type: a whole number in [lo, hi]."
+    o = Opt(int, lo, hi)
+    def read(text: str) -> int:
+        try: x = int(text)
+        except ValueError: x = None
+        if x is None or not o.ok(x): raise argparse.ArgumentTypeError(f'must be {o.allowed()}, got {text!r}')
+        return x
+    return read
+
 def openenv_parser() -> argparse.ArgumentParser:
     "The options of `bilateral-openenv`."
-    p = argparse.ArgumentParser(prog='bilateral-openenv', description='Serve the game as an OpenEnv environment.')
+    p = _OneLine(prog='bilateral-openenv', description='Serve the game as an OpenEnv environment.')
     p.add_argument('--host', default='127.0.0.1')
-    p.add_argument('--port', type=int, default=8000)
+    p.add_argument('--port', type=_whole(1, 65535), default=8000)
     p.add_argument('--opponent', default='boulware', help='agent spec of the opponent (default boulware)')
     p.add_argument('--also', nargs='*', default=[], help='other opponent specs a client may ask for')
     p.add_argument('--role', default='buyer', choices=['buyer', 'seller'], help="the model's default seat")
-    p.add_argument('--max-sessions', type=int, default=64, help='concurrent sessions at most (default 64)')
+    p.add_argument('--max-sessions', type=_whole(1, 4096), default=64, help='concurrent sessions at most (default 64)')
     return p
 
 # %% ../nbs/15b_openenv.ipynb #5573073c
+def _check_opponents(specs: list) -> None:
+    "Build and check every opponent a client may ask for (its spec, its options, its key, its model folder)."
+    for s in specs: make_agent(s).check()
+
 def main(argv: list | None = None):
-    "Serve the game as an OpenEnv environment (`bilateral-openenv`)."
+    "Serve the game as an OpenEnv environment (`bilateral-openenv`); a bad option is one line and exit 2, at once."
     import uvicorn
-    a = openenv_parser().parse_args(argv)
+    p = openenv_parser()
+    a = p.parse_args(argv)
+    try: _check_opponents([a.opponent, *a.also])
+    except (BilateralError, ValueError) as e: p.error(str(e))
     app = make_app(a.opponent, a.role, a.max_sessions, tuple(a.also))
     uvicorn.run(app, host=a.host, port=a.port, log_level='warning')
 

@@ -195,3 +195,40 @@ def test_a_clean_merge_still_equals_the_whole_run(shards, tmp_path):
     assert r.returncode == 0, r.stderr
     with Store(tmp_path / 'm', create=False) as m, Store(shards / 'whole', create=False) as w:
         assert m.done_ids() == w.done_ids() and len(m.done_ids()) == 36
+
+# 5. bilateral-openenv's own options: one line, exit 2, before anything starts
+
+OPENENV = str(Path(sys.executable).parent / 'bilateral-openenv')
+
+BAD_OPENENV = [
+    (['--max-sessions', '0'], 'argument --max-sessions: must be a whole number in [1, 4096]'),
+    (['--max-sessions', '-1'], 'argument --max-sessions: must be a whole number in [1, 4096]'),
+    (['--port', '99999'], 'argument --port: must be a whole number in [1, 65535]'),
+    (['--opponent', 'nosuch'], "unknown agent 'nosuch'"),
+    (['--also', 'linear', 'openai:m@http://127.0.0.1:9/v1?timeout=NaN'], 'timeout must be a finite number'),
+    (['--opponent', 'hf:/nonexistent'], 'no model folder at /nonexistent'),
+    (['--role', 'admin'], "argument --role: invalid choice: 'admin'"),
+]
+
+@pytest.mark.parametrize('args, names', BAD_OPENENV)
+def test_bad_openenv_options_are_one_line_exit_2_and_start_nothing(args, names, capsys, monkeypatch):
+    pytest.importorskip('openenv')
+    import uvicorn
+    from bilateral.openenv import main
+    def started(*a, **k): raise AssertionError(f'bilateral-openenv {args} started a server')
+    monkeypatch.setattr(uvicorn, 'run', started)
+    with pytest.raises(SystemExit) as e: main(args)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2 and len(lines) == 1 and names in lines[0], (e.value.code, lines)
+    assert lines[0].startswith('bilateral-openenv: error: ')
+
+@pytest.mark.parametrize('args, names', [BAD_OPENENV[5], BAD_OPENENV[6]])
+def test_the_openenv_script_refuses_in_one_line_before_serving(args, names, tmp_path):
+    pytest.importorskip('openenv')
+    from bilateral.fakeserver import free_port
+    try: r = subprocess.run([OPENENV, '--port', str(free_port()), *args], capture_output=True, text=True, timeout=90,
+                            cwd=tmp_path)
+    except subprocess.TimeoutExpired: pytest.fail(f'bilateral-openenv {args} started a server')
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and names in lines[0], (r.returncode, r.stderr[-800:])
+    assert list(tmp_path.iterdir()) == []
