@@ -492,7 +492,7 @@ SAMPLING = {'temperature': Opt(float, 0, 2), 'top_p': Opt(float, 0, 1, above=Tru
             'reasoning_effort': Opt(str, choices=('none', 'minimal', 'low', 'medium', 'high', 'xhigh')),
             'tool_choice': Opt(str, choices=('auto', 'required', 'none'))}
 OPTIONS = {**SAMPLING, 'key_env': Opt(str, pattern=r'[A-Za-z_][A-Za-z0-9_]*'),
-           'concurrency': Opt(int, 1, 4096, default=64), 'timeout': Opt(float, 0, 3600, above=True, default=120.0),
+           'concurrency': Opt(int, 1, 4096, default=64), 'timeout': Opt(float, 0.1, 3600, default=120.0),
            'retries': Opt(int, 0, 20, default=6), 'cache': Opt(str, choices=('on', 'off'), default='on'),
            'max_turns': Opt(int, 1, 10_000, default=100), 'max_game_tokens': Opt(int, 1, 10**9, default=500_000),
            'max_wall_s': Opt(float, 0, 86_400, above=True, default=900.0), 'window': Opt(int, 1, 10**6),

@@ -232,3 +232,37 @@ def test_the_openenv_script_refuses_in_one_line_before_serving(args, names, tmp_
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1 and names in lines[0], (r.returncode, r.stderr[-800:])
     assert list(tmp_path.iterdir()) == []
+
+# 7. smaller ones
+
+def cli(*args, stdin=subprocess.DEVNULL, cwd=None):
+    return subprocess.run([EXE, *map(str, args)], capture_output=True, text=True, timeout=300, stdin=stdin, cwd=cwd)
+
+def test_tiny_model_eval_of_a_missing_folder_is_one_line(tmp_path):
+    one_line(cli('tiny-model', 'eval', '/nonexistent', cwd=tmp_path), 'no model folder at /nonexistent')
+    assert list(tmp_path.iterdir()) == []
+
+def test_a_human_seat_without_a_terminal_is_not_scored_as_a_quit(tmp_path):
+    one_line(cli('play', '--opponent', 'conceder', '--seed', '2'), 'could not be played (no_input)', 'not scored')
+    one_line(cli('run', '--buyer', 'linear', '--seller', 'human'), 'could not be played (no_input)')
+    r = cli('tournament', '--agents', 'human,linear', '--games-per-pair', '1', '--no-self-play', '--quiet', '--out',
+            tmp_path / 'run')
+    assert r.returncode == 3 and 'no_input 2' in r.stderr, (r.returncode, r.stderr)
+    with Store(tmp_path / 'run', create=False) as st:
+        assert st.count() == 0 and st.failures()['cause'].tolist() == ['no_input', 'no_input']
+
+@pytest.mark.parametrize('t', ['1e-300', '0.01'])
+def test_a_timeout_no_real_request_can_meet_is_refused(t, tmp_path):
+    with pytest.raises(ConfigError, match=r'timeout must be a finite number in \[0.1, 3600\]'):
+        make_agent(f'openai:m@http://127.0.0.1:9/v1?timeout={t}')
+    one_line(cli('tournament', '--agents', f'openai:m@http://127.0.0.1:9/v1?timeout={t},linear', '--out',
+                 tmp_path / 'run'), 'timeout must be a finite number in [0.1, 3600]')
+    assert not (tmp_path / 'run').exists()
+
+def test_an_hf_folder_with_an_unreadable_config_is_refused_before_the_store(tmp_path):
+    model = tmp_path / 'model'
+    model.mkdir()
+    (model / 'config.json').write_text('{"model_type": "qwen3", ')
+    one_line(cli('tournament', '--agents', f'hf:{model},linear', '--games-per-pair', '1', '--out', tmp_path / 'run'),
+             f'{model / "config.json"} is not a readable model configuration')
+    assert not (tmp_path / 'run').exists()
