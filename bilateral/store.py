@@ -76,7 +76,8 @@ def _transaction(con: sqlite3.Connection):
     con.execute('BEGIN IMMEDIATE')
     try: yield
     except BaseException:
-        con.execute('ROLLBACK')
+        try: con.execute('ROLLBACK')
+        except sqlite3.OperationalError: pass      # SQLite rolled back itself (a full disk): the first error counts
         raise
     con.execute('COMMIT')
 
@@ -204,6 +205,15 @@ def _readable(path: Path):
         raise StoreError(f'{path} is damaged ({e}); restore it from a copy, or merge it again from its shards') \
             from None
 
+@contextmanager
+def _writing(path: Path):
+    "Turn SQLite's 'database or disk is full' (and other write errors) into a `StoreError` that names the file."
+    try: yield
+    except sqlite3.OperationalError as e:
+        if 'locked' in str(e) or 'busy' in str(e): raise
+        raise StoreError(f'cannot write {path} ({e}); the finished games stored before are kept: make room, then run '
+                         'the same command again') from None
+
 # %% ../nbs/08_store.ipynb #dfb67d13
 @patch
 def claim(self: Store,
@@ -250,7 +260,7 @@ def encode_game(game_id: str,                  # the game's id
 @patch
 def add_encoded(self: Store, values: tuple) -> bool:
     "Store one game that `encode_game` encoded, in its own transaction; False if it was already there."
-    with _transaction(self.con):
+    with _writing(self.path), _transaction(self.con):
         cur = self.con.execute('INSERT INTO games VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(game_id) DO NOTHING',
                                values)
         self.con.execute('DELETE FROM failures WHERE game_id=?', (values[0],))
@@ -316,7 +326,7 @@ def add_failure(self: Store,
                 transcript: dict | None = None,  # what was played before it failed, if anything
                ) -> None:
     "Record that a game could not be played (it stays unplayed and unscored; `attempts` counts the tries)."
-    self.con.execute(
+    with _writing(self.path): self.con.execute(
         """INSERT INTO failures VALUES (?,?,?,?,?,?,?,?,1,?,?) ON CONFLICT(game_id) DO UPDATE SET role=excluded.role,
            cause=excluded.cause, message=excluded.message, fatal=excluded.fatal, attempts=attempts+1,
            transcript=excluded.transcript, failed_at=excluded.failed_at""",

@@ -266,3 +266,24 @@ def test_an_hf_folder_with_an_unreadable_config_is_refused_before_the_store(tmp_
     one_line(cli('tournament', '--agents', f'hf:{model},linear', '--games-per-pair', '1', '--out', tmp_path / 'run'),
              f'{model / "config.json"} is not a readable model configuration')
     assert not (tmp_path / 'run').exists()
+
+def _small_disk(limit: int):
+    "`preexec_fn` of a child whose files may not grow past `limit` bytes (a full disk, as the child sees it)."
+    import resource, signal
+    def setup():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)                # a write past the limit fails instead of killing
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return setup
+
+def test_a_full_disk_names_the_store_and_keeps_the_games_written(tmp_path):
+    out = tmp_path / 'run'
+    r = subprocess.run([EXE, 'tournament', '--agents', 'boulware,conceder,linear,hardliner', '--games-per-pair', '12',
+                        '--quiet', '--workers', '1', '--out', str(out)], capture_output=True, text=True, timeout=300,
+                       preexec_fn=_small_disk(256 * 1024))
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and str(out / 'games.sqlite') in lines[0], (r.returncode, r.stderr)
+    assert 'the finished games stored before are kept' in lines[0]
+    with Store(out, create=False) as st:
+        n = st.count()
+        assert 0 < n < 16 * 12 and len(list(st.transcripts())) == n      # what was written reads back whole
