@@ -19,8 +19,8 @@ from .chat import PROMPT_NAME, ChatAgent, ChatLimits, Reply, prompt_hash
 from .play import at_loop_end
 
 # %% auto #0
-__all__ = ['KNOWN_KEYS', 'LOCAL_HOSTS', 'MAX_REPLY_BYTES', 'ACCEPT_ENCODING', 'HTTP', 'RETRY_STATUS', 'SAMPLING', 'OPTIONS',
-           'PROMPT_SLACK', 'MAX_REPLY_TOKENS', 'default_cache_path', 'LLMCache', 'price_table', 'cost_usd',
+__all__ = ['KNOWN_KEYS', 'LOCAL_HOSTS', 'MAX_REPLY_BYTES', 'ACCEPT_ENCODING', 'HTTP', 'RETRY_STATUS', 'DOWN_AFTER', 'SAMPLING',
+           'OPTIONS', 'PROMPT_SLACK', 'MAX_REPLY_TOKENS', 'default_cache_path', 'LLMCache', 'price_table', 'cost_usd',
            'key_env_for', 'AdaptiveLimiter', 'ReplyTooLarge', 'ReplyUnreadable', 'http_transport', 'Endpoint',
            'endpoint', 'close_endpoints', 'retry_after', 'GaveUp', 'request', 'Replicas', 'request_any', 'replicas',
            'base_urls', 'split_model', 'OpenAIAgent', 'replica_requests']
@@ -223,6 +223,7 @@ class Endpoint:
         self.limiter = AdaptiveLimiter(concurrency)
         self.dead, self.requests, self.ok, self.timeout = None, 0, 0, timeout
         self.in_flight, self.down = 0, None     # requests in flight; why it is down (a replica), None: up
+        self.no_conn = 0                        # tries in a row, over all requests, that found no connection
 
 # %% ../nbs/06_llm.ipynb #6ba4c9bb
 @patch
@@ -308,6 +309,7 @@ class _Tries:
 # %% ../nbs/06_llm.ipynb #a1a5ec3b
 def _status_error(ep: Endpoint, e, st: _Tries):
     "A retryable status noted in `st` (`_AGAIN`); else raise `Unreachable`."
+    ep.no_conn = 0                  # it answered
     if e.status_code == 429: ep.limiter.rate_limited()
     if e.status_code not in RETRY_STATUS and e.status_code < 500:
         why = f'HTTP {e.status_code} from the endpoint: {_detail(ep, e)}'
@@ -332,6 +334,7 @@ def _lost(ep: Endpoint, st: _Tries):
     "A try that lost its connection: tried again, and the endpoint is down until it answers."
     st.last, st.cause = 'connection error', 'connection'
     ep.down = ep.down or f'{ep.base_url or "api.openai.com"}: connection error'
+    ep.no_conn += 1
 
 # %% ../nbs/06_llm.ipynb #fcdb9064
 async def _attempt(ep: Endpoint, kwargs: dict, st: _Tries, limit: float):
@@ -345,7 +348,7 @@ async def _attempt(ep: Endpoint, kwargs: dict, st: _Tries, limit: float):
         async with asyncio.timeout(limit):
             resp = await ep.client.post('/chat/completions', body=kwargs, cast_to=ChatCompletion)
         ep.limiter.success()
-        ep.ok += 1
+        ep.ok, ep.no_conn = ep.ok + 1, 0
         return resp, time.perf_counter() - t0
     except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as e:
         ep.dead = _refused(ep, e.status_code)
@@ -375,6 +378,8 @@ def _left(ep: Endpoint, deadline: float | None, wait: float = 0.0) -> float:
     return min(ep.timeout, left)
 
 # %% ../nbs/06_llm.ipynb #3fca7df3
+DOWN_AFTER = 3      # tries in a row without a connection after which an endpoint is down for the rest of the run
+
 class GaveUp(Unreachable):
     "Every try of a request failed (connection errors, timeouts, 5xx, 429s, unreadable replies): its server is failing."
 
@@ -392,6 +397,9 @@ async def request(ep: Endpoint,                      # the endpoint: its client,
     try:
         for attempt in range(retries + 1):
             if ep.dead: raise Unreachable('refused', ep.dead, fatal=True)
+            if ep.no_conn >= DOWN_AFTER:
+                raise GaveUp('connection', f'{ep.base_url or "api.openai.com"}: no connection in {ep.no_conn} tries in '
+                             'a row: the endpoint is down')
             async with ep.limiter:
                 got = await _attempt(ep, kwargs, st, _left(ep, deadline))
             if got is not _AGAIN: return got

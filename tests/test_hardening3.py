@@ -6,7 +6,7 @@ processes.
 2. token counts the server reports are checked: out of range is the server's fault (unplayed, with a cause);
 3. a key that a normal reply repeats is scrubbed from everything stored or printed;
 10. `tool_choice` is an `openai:` option, checked like the others."""
-import asyncio, json, shutil, sqlite3, subprocess, sys, zlib
+import asyncio, json, shutil, sqlite3, subprocess, sys, time, zlib
 from pathlib import Path
 import pytest
 from bilateral.agents import make_agent
@@ -236,7 +236,7 @@ def test_the_openenv_script_refuses_in_one_line_before_serving(args, names, tmp_
 # 7. smaller ones
 
 def cli(*args, stdin=subprocess.DEVNULL, cwd=None):
-    return subprocess.run([EXE, *map(str, args)], capture_output=True, text=True, timeout=300, stdin=stdin, cwd=cwd)
+    return subprocess.run([EXE, *map(str, args)], capture_output=True, text=True, timeout=120, stdin=stdin, cwd=cwd)
 
 def test_tiny_model_eval_of_a_missing_folder_is_one_line(tmp_path):
     one_line(cli('tiny-model', 'eval', '/nonexistent', cwd=tmp_path), 'no model folder at /nonexistent')
@@ -287,3 +287,22 @@ def test_a_full_disk_names_the_store_and_keeps_the_games_written(tmp_path):
     with Store(out, create=False) as st:
         n = st.count()
         assert 0 < n < 16 * 12 and len(list(st.transcripts())) == n      # what was written reads back whole
+
+# 8. a dead endpoint is marked down: the remaining games unplayed at once
+
+def test_a_dead_endpoint_leaves_the_remaining_games_unplayed_at_once(tmp_path):
+    from bilateral.fakeserver import free_port
+    dead = f'openai:ok@http://127.0.0.1:{free_port()}/v1?retries=20&cache=off'
+    t0 = time.monotonic()
+    try: r = cli('tournament', '--agents', f'{dead},linear', '--games-per-pair', '10', '--no-self-play', '--quiet',
+                 '--workers', '1', '--out', tmp_path / 'run')
+    except subprocess.TimeoutExpired: pytest.fail('the games waited out their retries on a dead endpoint')
+    took = time.monotonic() - t0
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 3 and len(lines) == 1, r.stderr
+    assert '20 games could not be played (connection 20)' in lines[0], r.stderr
+    assert took < 60, took
+    with Store(tmp_path / 'run', create=False) as st:
+        f = st.failures()
+        assert st.count() == 0 and len(f) == 20 and set(f['cause']) == {'connection'}
+        assert f['message'].str.contains('the endpoint is down').sum() >= 12    # most never sent a request at all
