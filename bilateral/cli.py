@@ -381,6 +381,7 @@ def cmd_play(a) -> str:
     other = a.opponent
     b, s = (me, other) if a.role == 'buyer' else (other, me)
     r = play(_scenario(a), b, s, rules, a.seed)
+    if r.failure: raise CliError(f"the game could not be played ({r.failure['cause']}): {r.failure['message']}")
     return '\n' + format_game(r)
 
 # %% ../nbs/13_cli.ipynb #c017d856
@@ -400,7 +401,9 @@ def cmd_tiny(a) -> str:
     if a.action == 'build':
         with contextlib.redirect_stdout(sys.stderr):
             rep = build_tiny_model(a.dir, n_games=a.games, epochs=a.epochs, seed=a.seed, threads=a.threads)
-    else: rep = {}
+    else:
+        make_agent(f'hf:{a.dir}').check()        # a model folder, before torch and the games
+        rep = {}
     rep['tool_calls'] = tool_call_rate(f'hf:{a.dir}?window={TINY_WINDOW}', n_games=a.eval_games)
     return json.dumps(rep, indent=1)
 

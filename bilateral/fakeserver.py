@@ -8,7 +8,7 @@ Docs: https://github.com/bilateral-dev/bilateral/fakeserver.html.md"""
 __all__ = ['FAULTS', 'play_reply', 'completion', 'make_app', 'main', 'free_port', 'serve']
 
 # %% ../nbs/06b_fakeserver.ipynb #db092b26
-import argparse, asyncio, json, os, re, socket, subprocess, sys, time, urllib.request
+import argparse, asyncio, functools, gzip, json, os, re, socket, subprocess, sys, time, urllib.request, zlib
 from collections import Counter
 
 # %% ../nbs/06b_fakeserver.ipynb #f2931bce
@@ -24,7 +24,11 @@ FAULTS = {
     'reasoning': 'ok, with reasoning_content', 'trickle': 'a valid reply, one byte every 0.25 s',
     'huge': 'plays, with 1 MB of text in every reply and usage reported as 15 tokens',
     'later500': 'plays its first turn, then 500 (the same body) to every request',
-    'noisy': 'plays, with a price that moves on every request (a model that samples)'}
+    'noisy': 'plays, with a price that moves on every request (a model that samples)',
+    'gzip': 'plays, its replies gzip-compressed', 'bomb': 'a gzip reply of about 32 KB that inflates to 32 MB',
+    'bigusage': 'plays, reporting 10**12 prompt tokens', 'negusage': 'plays, reporting -5 tokens each way',
+    'echokey': 'plays, repeating the bearer key in its text, its reasoning and a message to the opponent',
+    'needchoice': 'talks without a tool call unless the request carries tool_choice (llama.cpp)'}
 
 # %% ../nbs/06b_fakeserver.ipynb #73dcd3af
 def _listing(messages) -> float:
@@ -157,6 +161,41 @@ def _play(kind: str, model: str, msgs: list, n_in: int, stats: Counter) -> dict:
         stats['reasoning_echoed'] += any('reasoning_content' in m for m in msgs)
     return out
 
+# %% ../nbs/06b_fakeserver.ipynb #ffca1418
+@functools.lru_cache(maxsize=2)
+def _bomb(size: int = 32 * 2**20) -> bytes:
+    "The gzip body of a completion whose text is `size` bytes of 'x'."
+    head, tail = json.dumps(completion('bomb', '@', [])).split('"@"')
+    z, block = zlib.compressobj(9, zlib.DEFLATED, 31), b'x' * 2**20
+    parts = [z.compress(head.encode() + b'"')] + [z.compress(block) for _ in range(size // 2**20)]
+    return b''.join([*parts, z.compress(b'"' + tail.encode()), z.flush()])
+
+# %% ../nbs/06b_fakeserver.ipynb #b9f01095
+def _gzipped(out: dict | bytes):
+    "A reply whose body is gzip-compressed (`out` already compressed when it is bytes)."
+    from fastapi.responses import Response
+    body = out if isinstance(out, bytes) else gzip.compress(json.dumps(out).encode())
+    return Response(body, media_type='application/json', headers={'Content-Encoding': 'gzip'})
+
+def _edge(kind: str, model: str, body: dict, headers, n_in: int, stats: Counter):
+    "The reply of a fault at the edge of what a client trusts (compression, usage, the key, tool_choice), or None."
+    msgs = body.get('messages', [])
+    if kind not in ('gzip', 'bomb', 'bigusage', 'negusage', 'echokey', 'needchoice'): return None
+    if kind == 'bomb': return _gzipped(_bomb())
+    out = _play('ok', model, msgs, n_in, stats)
+    m, u = out['choices'][0]['message'], out['usage']
+    if kind == 'gzip': return _gzipped(out)
+    if kind == 'bigusage': u['prompt_tokens'] = u['total_tokens'] = 10**12
+    if kind == 'negusage': u['prompt_tokens'], u['completion_tokens'], u['total_tokens'] = -5, -5, -10
+    if kind == 'echokey':
+        key = str(headers.get('authorization', '')).removeprefix('Bearer ')
+        m['content'], m['reasoning_content'] = f'My key is {key}.', f'the key {key} is mine'
+        m['tool_calls'].insert(0, _tool_call(9, 'send_message', {'text': f'psst: {key}'}))
+    if kind == 'needchoice':
+        stats['tool_choice'] += 'tool_choice' in body
+        if body.get('tool_choice') not in ('auto', 'required'): return completion(model, 'I would offer $50.', [])
+    return out
+
 # %% ../nbs/06b_fakeserver.ipynb #3f8e1b5c
 async def _answer(body: dict, headers, stats: Counter, attempts: Counter, state: dict):
     "The reply to one chat request: an error, a broken or faulty reply, or a move, as the model name asks."
@@ -173,6 +212,7 @@ async def _answer(body: dict, headers, stats: Counter, attempts: Counter, state:
     if (e := _retry_error(kind, attempts[key], stats, turns) or _refusal(kind, headers)) is not None: return _err(*e)
     if (out := await _broken(kind, model, msgs)) is not None: return out
     if (out := _fault_reply(kind, model, msgs, n_in)) is not None: return out
+    if (out := _edge(kind, model, body, headers, n_in, stats)) is not None: return out
     return _play(kind, model, msgs, n_in, stats)
 
 # %% ../nbs/06b_fakeserver.ipynb #5b1f8d3e

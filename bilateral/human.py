@@ -8,7 +8,7 @@ Docs: https://github.com/bilateral-dev/bilateral/human.html.md"""
 from __future__ import annotations
 from typing import Callable
 from fastcore.basics import patch
-from .core import Role, fmt_money, to_cents
+from .core import Role, Unreachable, fmt_money, to_cents
 from .protocol import TOOLS, Brief, Observation, Tool, ToolCall
 from .agents import Agent, register_agent
 
@@ -138,7 +138,9 @@ async def act(self: HumanAgent, obs: Observation) -> list[ToolCall]:
     self._show(obs)
     while True:
         try: line = self.ask('> ')
-        except EOFError: return [ToolCall('quit_negotiation', {})]
+        except EOFError:
+            raise Unreachable('no_input', 'the input ended before the game did (a human seat needs a terminal or '
+                              'typed commands); the game is not scored') from None
         calls, hint = parse_command(line, self.their)
         if calls: return calls
         self.say(HELP if hint in ('help', '?') else self.status if hint == 'status' else hint)

@@ -6,7 +6,7 @@ Docs: https://github.com/bilateral-dev/bilateral/llm.html.md"""
 
 # %% ../nbs/06_llm.ipynb #50e61b3d
 from __future__ import annotations
-import asyncio, contextvars, email.utils, hashlib, json, math, os, random, re, sqlite3, time, weakref
+import asyncio, contextvars, email.utils, hashlib, json, math, os, random, re, sqlite3, time, weakref, zlib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -19,10 +19,11 @@ from .chat import PROMPT_NAME, ChatAgent, ChatLimits, Reply, prompt_hash
 from .play import at_loop_end
 
 # %% auto #0
-__all__ = ['KNOWN_KEYS', 'LOCAL_HOSTS', 'MAX_REPLY_BYTES', 'HTTP', 'RETRY_STATUS', 'SAMPLING', 'OPTIONS', 'default_cache_path',
-           'LLMCache', 'price_table', 'cost_usd', 'key_env_for', 'AdaptiveLimiter', 'ReplyTooLarge', 'http_transport',
-           'Endpoint', 'endpoint', 'close_endpoints', 'retry_after', 'GaveUp', 'request', 'Replicas', 'request_any',
-           'replicas', 'base_urls', 'split_model', 'OpenAIAgent', 'replica_requests']
+__all__ = ['KNOWN_KEYS', 'LOCAL_HOSTS', 'MAX_REPLY_BYTES', 'ACCEPT_ENCODING', 'HTTP', 'RETRY_STATUS', 'DOWN_AFTER', 'SAMPLING',
+           'OPTIONS', 'PROMPT_SLACK', 'MAX_REPLY_TOKENS', 'default_cache_path', 'LLMCache', 'price_table', 'cost_usd',
+           'key_env_for', 'AdaptiveLimiter', 'ReplyTooLarge', 'ReplyUnreadable', 'http_transport', 'Endpoint',
+           'endpoint', 'close_endpoints', 'retry_after', 'GaveUp', 'request', 'Replicas', 'request_any', 'replicas',
+           'base_urls', 'split_model', 'OpenAIAgent', 'replica_requests']
 
 # %% ../nbs/06_llm.ipynb #5a71b562
 def default_cache_path() -> Path:
@@ -116,6 +117,46 @@ _MAX_REPLY = contextvars.ContextVar('max_reply_bytes', default=MAX_REPLY_BYTES)
 class ReplyTooLarge(Exception):
     "A reply longer than the request's `max_reply_bytes`; it was not read to its end."
 
+class ReplyUnreadable(ValueError):
+    "A reply in a content encoding the client did not ask for."
+
+# %% ../nbs/06_llm.ipynb #4f499965
+ACCEPT_ENCODING = 'gzip, deflate'   # what the client asks for: the encodings `_Inflated` can count
+_WBITS = {'gzip': 16 + zlib.MAX_WBITS, 'x-gzip': 16 + zlib.MAX_WBITS, 'deflate': zlib.MAX_WBITS}
+
+class _Inflated:
+    "The decoded size of a compressed reply, counted as its bytes arrive: decoded in bounded pieces, then dropped."
+    def __init__(self, codings: list, cap: int, piece: int = 2**16):
+        if (bad := [c for c in codings if c not in _WBITS]):
+            raise ReplyUnreadable(f'the reply is in content-encoding {bad[0]!r}; the client asks for {ACCEPT_ENCODING}')
+        self.codings, self.cap, self.piece, self.n = list(reversed(codings)), cap, piece, 0
+        self.layers = [zlib.decompressobj(_WBITS[c]) for c in self.codings]
+        self.fresh = [True] * len(self.layers)
+
+# %% ../nbs/06_llm.ipynb #a2392be1
+@patch
+def _through(self: _Inflated, i: int, data: bytes):
+    "The pieces layer `i` (and those under it) decode `data` to; a deflate body without its zlib header is raw deflate."
+    if i == len(self.layers):
+        yield data
+        return
+    try: out = self.layers[i].decompress(data, self.piece)
+    except zlib.error:
+        if not (self.fresh[i] and self.codings[i] == 'deflate'): raise ReplyUnreadable('the reply does not decode')
+        self.layers[i], self.fresh[i] = zlib.decompressobj(-zlib.MAX_WBITS), False
+        out = self.layers[i].decompress(data, self.piece)
+    self.fresh[i] = False
+    while out:
+        yield from self._through(i + 1, out)
+        out = self.layers[i].decompress(self.layers[i].unconsumed_tail, self.piece)
+
+@patch
+def feed(self: _Inflated, data: bytes):
+    "Count what `data` decodes to; `ReplyTooLarge` as soon as the whole is past the cap."
+    for piece in self._through(0, data):
+        self.n += len(piece)
+        if self.n > self.cap: raise ReplyTooLarge(f'the reply decodes to more than max_reply_bytes={self.cap}')
+
 # %% ../nbs/06_llm.ipynb #07013761
 def _httpx():
     "The HTTP library of the installed openai client (httpx2 for openai >= 3.5, httpx before)."
@@ -124,9 +165,15 @@ def _httpx():
     return h
 
 # %% ../nbs/06_llm.ipynb #fc2f48ad
+def _codings(headers) -> list:
+    "The content codings of a reply, in the order they were applied (identity left out)."
+    return [c.strip().lower() for v in headers.get_list('content-encoding') for c in v.split(',')
+            if c.strip() and c.strip().lower() != 'identity']
+
 async def _cap_reply(response):
-    "A response hook: read the reply only up to `_MAX_REPLY` bytes, then raise `ReplyTooLarge`."
+    "A response hook: read the reply only up to `_MAX_REPLY` bytes, as sent and as decoded, then raise `ReplyTooLarge`."
     h, cap = _httpx(), _MAX_REPLY.get()
+    inflated = _Inflated(codings, cap) if (codings := _codings(response.headers)) else None
     class Capped(h.AsyncByteStream):
         def __init__(self, inner): self.inner = inner
         async def __aiter__(self):
@@ -134,6 +181,7 @@ async def _cap_reply(response):
             async for chunk in self.inner:
                 n += len(chunk)
                 if n > cap: raise ReplyTooLarge(f'the reply is longer than max_reply_bytes={cap}')
+                if inflated: inflated.feed(chunk)
                 yield chunk
         async def aclose(self): await self.inner.aclose()
     if int(response.headers.get('content-length') or 0) > cap:
@@ -168,23 +216,24 @@ class Endpoint:
         self._secret = key
         self.http = http_transport(http)
         client = openai.DefaultAioHttpClient if self.http == 'aiohttp' else openai.DefaultAsyncHttpxClient
-        http = client(timeout=timeout, event_hooks={'response': [_cap_reply]})
+        http = client(timeout=timeout, event_hooks={'response': [_cap_reply]},
+                      headers={'Accept-Encoding': ACCEPT_ENCODING})
         self.client = openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout,
                                          http_client=http)
         self.limiter = AdaptiveLimiter(concurrency)
         self.dead, self.requests, self.ok, self.timeout = None, 0, 0, timeout
         self.in_flight, self.down = 0, None     # requests in flight; why it is down (a replica), None: up
+        self.no_conn = 0                        # tries in a row, over all requests, that found no connection
 
 # %% ../nbs/06_llm.ipynb #6ba4c9bb
 @patch
 def scrub(self: Endpoint, text: str) -> str:
     "Remove the key (and any long piece of it) from a text."
-    text = str(text)
-    if self._secret and self._secret != 'none':
-        text = text.replace(self._secret, '***')
-        for n in range(len(self._secret) - 1, 7, -1):
-            for i in range(0, len(self._secret) - n + 1, max(1, n // 2)):
-                text = text.replace(self._secret[i:i + n], '***')
+    text, s = str(text), self._secret
+    if not s or s == 'none' or not any(s[i:i + 8] in text for i in range(max(1, len(s) - 7))): return text
+    text = text.replace(s, '***')
+    for n in range(len(s) - 1, 7, -1):
+        for i in range(0, len(s) - n + 1, max(1, n // 2)): text = text.replace(s[i:i + n], '***')
     return text
 
 # %% ../nbs/06_llm.ipynb #c8263359
@@ -260,6 +309,7 @@ class _Tries:
 # %% ../nbs/06_llm.ipynb #a1a5ec3b
 def _status_error(ep: Endpoint, e, st: _Tries):
     "A retryable status noted in `st` (`_AGAIN`); else raise `Unreachable`."
+    ep.no_conn = 0                  # it answered
     if e.status_code == 429: ep.limiter.rate_limited()
     if e.status_code not in RETRY_STATUS and e.status_code < 500:
         why = f'HTTP {e.status_code} from the endpoint: {_detail(ep, e)}'
@@ -284,6 +334,7 @@ def _lost(ep: Endpoint, st: _Tries):
     "A try that lost its connection: tried again, and the endpoint is down until it answers."
     st.last, st.cause = 'connection error', 'connection'
     ep.down = ep.down or f'{ep.base_url or "api.openai.com"}: connection error'
+    ep.no_conn += 1
 
 # %% ../nbs/06_llm.ipynb #fcdb9064
 async def _attempt(ep: Endpoint, kwargs: dict, st: _Tries, limit: float):
@@ -297,7 +348,7 @@ async def _attempt(ep: Endpoint, kwargs: dict, st: _Tries, limit: float):
         async with asyncio.timeout(limit):
             resp = await ep.client.post('/chat/completions', body=kwargs, cast_to=ChatCompletion)
         ep.limiter.success()
-        ep.ok += 1
+        ep.ok, ep.no_conn = ep.ok + 1, 0
         return resp, time.perf_counter() - t0
     except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as e:
         ep.dead = _refused(ep, e.status_code)
@@ -327,6 +378,8 @@ def _left(ep: Endpoint, deadline: float | None, wait: float = 0.0) -> float:
     return min(ep.timeout, left)
 
 # %% ../nbs/06_llm.ipynb #3fca7df3
+DOWN_AFTER = 3      # tries in a row without a connection after which an endpoint is down for the rest of the run
+
 class GaveUp(Unreachable):
     "Every try of a request failed (connection errors, timeouts, 5xx, 429s, unreadable replies): its server is failing."
 
@@ -344,6 +397,9 @@ async def request(ep: Endpoint,                      # the endpoint: its client,
     try:
         for attempt in range(retries + 1):
             if ep.dead: raise Unreachable('refused', ep.dead, fatal=True)
+            if ep.no_conn >= DOWN_AFTER:
+                raise GaveUp('connection', f'{ep.base_url or "api.openai.com"}: no connection in {ep.no_conn} tries in '
+                             'a row: the endpoint is down')
             async with ep.limiter:
                 got = await _attempt(ep, kwargs, st, _left(ep, deadline))
             if got is not _AGAIN: return got
@@ -441,9 +497,10 @@ def base_urls(base: str | None) -> list:
 # %% ../nbs/06_llm.ipynb #5922e64a
 SAMPLING = {'temperature': Opt(float, 0, 2), 'top_p': Opt(float, 0, 1, above=True), 'max_tokens': Opt(int, 1, 10**7),
             'seed': Opt(int, -2**63, 2**63 - 1),
-            'reasoning_effort': Opt(str, choices=('none', 'minimal', 'low', 'medium', 'high', 'xhigh'))}
+            'reasoning_effort': Opt(str, choices=('none', 'minimal', 'low', 'medium', 'high', 'xhigh')),
+            'tool_choice': Opt(str, choices=('auto', 'required', 'none'))}
 OPTIONS = {**SAMPLING, 'key_env': Opt(str, pattern=r'[A-Za-z_][A-Za-z0-9_]*'),
-           'concurrency': Opt(int, 1, 4096, default=64), 'timeout': Opt(float, 0, 3600, above=True, default=120.0),
+           'concurrency': Opt(int, 1, 4096, default=64), 'timeout': Opt(float, 0.1, 3600, default=120.0),
            'retries': Opt(int, 0, 20, default=6), 'cache': Opt(str, choices=('on', 'off'), default='on'),
            'max_turns': Opt(int, 1, 10_000, default=100), 'max_game_tokens': Opt(int, 1, 10**9, default=500_000),
            'max_wall_s': Opt(float, 0, 86_400, above=True, default=900.0), 'window': Opt(int, 1, 10**6),
@@ -458,18 +515,34 @@ def split_model(arg: str) -> tuple[str, str | None]:
     base_urls(base or None)     # checked
     return model, base or None
 
+# %% ../nbs/06_llm.ipynb #2ff75314
+PROMPT_SLACK, MAX_REPLY_TOKENS = 65_536, 2**20
+
+def _count(u, name: str, hi: int, where: str) -> int:
+    "The token count `name` of a usage report (0 when absent); `Unreachable('bad_usage')` when out of [0, hi]."
+    v = getattr(u, name, None)
+    if v is None: return 0
+    if type(v) is float and v.is_integer(): v = int(v)
+    if type(v) is not int or not 0 <= v <= hi:
+        raise Unreachable('bad_usage', f'{where}: the server reported {name}={str(v)[:40]}, out of [0, {hi}]; its '
+                          'token counts cannot be used')
+    return v
+
 # %% ../nbs/06_llm.ipynb #ad812bf5
-def _reply_from(resp, latency: float) -> Reply:
+def _reply_from(resp, latency: float, clean=str, request_bytes: int = 2**31, where: str = 'the server') -> Reply:
+    "A `Reply` from a response: every text passed through `clean`, the token counts checked (`_count`)."
     ch = resp.choices[0]
     m = ch.message
-    calls = [{'id': tc.id, 'name': getattr(tc.function, 'name', None),
-              'arguments': getattr(tc.function, 'arguments', None) or ''}
+    text = lambda x: clean(x) if isinstance(x, str) else x
+    calls = [{'id': tc.id, 'name': text(getattr(tc.function, 'name', None)),
+              'arguments': text(getattr(tc.function, 'arguments', None) or '')}
              for tc in (m.tool_calls or []) if getattr(tc, 'function', None) is not None]
     u = resp.usage
     reasoning = getattr(m, 'reasoning_content', None) or getattr(m, 'reasoning', None)
-    return Reply(m.content, calls, ch.finish_reason, getattr(u, 'prompt_tokens', 0) or 0,
-                 getattr(u, 'completion_tokens', 0) or 0, latency, False,
-                 reasoning if isinstance(reasoning, str) else None)
+    n_in = _count(u, 'prompt_tokens', request_bytes + PROMPT_SLACK, where)
+    n_out = _count(u, 'completion_tokens', MAX_REPLY_TOKENS, where)
+    return Reply(text(m.content), calls, ch.finish_reason, n_in, n_out, latency, False,
+                 text(reasoning) if isinstance(reasoning, str) else None)
 
 # %% ../nbs/06_llm.ipynb #3734a3a5
 class OpenAIAgent(ChatAgent):
@@ -520,7 +593,7 @@ async def _ask(self: OpenAIAgent, messages, tools) -> Reply:
                                           deadline=self.t0 + self.limits.max_wall_s,
                                           max_bytes=self.opts['max_reply_bytes'])
     self.served[ep.base_url] += 1
-    return _reply_from(resp, latency)
+    return _reply_from(resp, latency, ep.scrub, len(json.dumps(kwargs)), ep.base_url or 'api.openai.com')
 
 # %% ../nbs/06_llm.ipynb #4e8d9db4
 _FLIGHTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # event loop -> {cache key: future reply}

@@ -240,6 +240,15 @@ def local_model(path: str,                 # the model folder
     if path not in pool: pool[path] = LocalModel(path, batch_size, cache, threads)
     return pool[path]
 
+# %% ../nbs/06c_local.ipynb #2ddaed71
+def _config(path: Path) -> dict:
+    "A model folder's `config.json` (or adapter's), read: a JSON object, else `ConfigError` naming the file."
+    try: cfg = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise ConfigError(f'{path} is not a readable model configuration ({str(e)[:80]})') from None
+    if not isinstance(cfg, dict): raise ConfigError(f'{path} is not a model configuration (not a JSON object)')
+    return cfg
+
 # %% ../nbs/06c_local.ipynb #1e6d9f0a
 class LocalAgent(ChatAgent):
     "A local transformers model playing through its chat template."
@@ -252,8 +261,10 @@ class LocalAgent(ChatAgent):
 
     def check(self):
         if not Path(self.path).is_dir(): raise ConfigError(f'no model folder at {self.path}')
-        if not any((Path(self.path) / f).is_file() for f in ('config.json', 'adapter_config.json')):
+        found = [Path(self.path) / f for f in ('config.json', 'adapter_config.json') if (Path(self.path) / f).is_file()]
+        if not found:
             raise ConfigError(f'{self.path} is not a transformers model folder (no config.json or adapter_config.json)')
+        for f in found: _config(f)
 
     async def start(self, brief: Brief):
         await super().start(brief)

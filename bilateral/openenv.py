@@ -6,17 +6,18 @@ Docs: https://github.com/bilateral-dev/bilateral/openenv.html.md"""
 
 # %% ../nbs/15b_openenv.ipynb #40cfa420
 from __future__ import annotations
-import argparse, asyncio, json, math, os, subprocess, sys, time, urllib.request
+import argparse, asyncio, json, math, os, subprocess, sys, threading, time, urllib.request
 from dataclasses import replace
 from fastcore.basics import patch
 from pydantic import Field
 from openenv.core import Action, EnvClient, Environment, Observation, State, create_app
 from openenv.core.client_types import StepResult
-from .core import Role
+from openenv.core.env_server.types import ConcurrencyConfig
+from .core import BilateralError, Role, dumps
 from .protocol import TOOLS, Rules, openai_tools
 from .engine import scenario_from_json, scenario_json
-from .agents import check_spec
-from .chat import ChatLimits, render_result
+from .agents import Opt, check_spec, make_agent
+from .chat import ChatLimits, fence, render_result
 from .metrics import game_row
 from .scenarios import DEFAULT_PRESET, sample_scenarios
 from .store import nan_to_none
@@ -24,8 +25,9 @@ from .seat import RemoteSeat, Seated, run_on
 from .grpo import CARRIER, add_tool_methods
 
 # %% auto #0
-__all__ = ['MAX_CALLS', 'MAX_CONTENT', 'BargainAction', 'BargainObservation', 'BargainState', 'BargainEnvironment', 'make_app',
-           'openenv_parser', 'main', 'serve_openenv', 'BargainClient', 'OpenEnvBargain', 'openenv_reward']
+__all__ = ['MAX_CALLS', 'MAX_CONTENT', 'MAX_SCENARIO', 'MAX_TITLE', 'BargainAction', 'BargainObservation', 'BargainState',
+           'BargainEnvironment', 'make_app', 'openenv_parser', 'main', 'serve_openenv', 'BargainClient',
+           'OpenEnvBargain', 'openenv_reward']
 
 # %% ../nbs/15b_openenv.ipynb #12368e85
 MAX_CALLS, MAX_CONTENT = 64, 100_000
@@ -53,20 +55,33 @@ class BargainState(State):
     scenario: dict | None = None
     outcome: dict | None = None
 
+# %% ../nbs/15b_openenv.ipynb #41455598
+class _Seats:
+    "The games a server plays at once over all its doors: at most `n`."
+    def __init__(self, n: int): self.n, self.taken, self.lock = n, 0, threading.Lock()
+    def take(self) -> bool:
+        with self.lock:
+            if self.taken >= self.n: return False
+            self.taken += 1
+            return True
+    def give(self):
+        with self.lock: self.taken = max(0, self.taken - 1)
+
 # %% ../nbs/15b_openenv.ipynb #9d08ad95
 class BargainEnvironment(Environment):
     "One session: the model plays one seat of a game through replies; an agent plays the other seat inside."
     SUPPORTS_CONCURRENT_SESSIONS = True
 
     def __init__(self, opponent: str = 'boulware', role: str = 'buyer', preset: str = DEFAULT_PRESET,
-                 rules: Rules = Rules(), limits: ChatLimits | None = None, opponents: tuple = ()):
+                 rules: Rules = Rules(), limits: ChatLimits | None = None, opponents: tuple = (),
+                 seats: _Seats | None = None):
         super().__init__()
         self.opponent, self.role, self.preset, self.rules, self.limits = opponent, Role(role), preset, rules, limits
         self.opponents = {check_spec(o) for o in (opponent, *opponents)}   # the specs a client may ask for
         self.game, self.seat, self.loop, self._state = None, None, None, BargainState()
+        self.seats, self.holds = seats, False       # the server's seats; whether this session holds one
 
-    @property
-    def state(self) -> BargainState: return self._state
+    state = property(lambda self: self._state, doc='The state of the session (a `BargainState`).')
 
     def reset(self, seed=None, episode_id=None, **kwargs) -> BargainObservation:
         return run_on(self._loop(), self.reset_async(seed, episode_id, **kwargs))
@@ -75,11 +90,29 @@ class BargainEnvironment(Environment):
         return run_on(self._loop(), self.step_async(action, timeout_s))
 
     def _loop(self):
-        if self.loop is None: self.loop = asyncio.new_event_loop()
+        self.loop = self.loop or asyncio.new_event_loop()
         return self.loop
 
     def close(self):
         if self.game is not None: self.game.close()
+        if self.holds: self.seats.give()
+        self.holds = False
+
+# %% ../nbs/15b_openenv.ipynb #9edcc511
+MAX_SCENARIO, MAX_TITLE = 4096, 200
+
+def _client_scenario(d: dict):
+    "A scenario a client wrote (`scenario_json`'s form), bounded, with its description fenced."
+    if not isinstance(d, dict) or not isinstance(d.get('item'), dict) or len(dumps(d)) > MAX_SCENARIO:
+        raise ValueError(f'a scenario is a JSON object of at most {MAX_SCENARIO} bytes, as scenario_json writes it')
+    it = d['item']
+    if any(len(str(it.get(k, ''))) > MAX_TITLE for k in ('title', 'category', 'id')):
+        raise ValueError(f"a scenario's item title, category and id have at most {MAX_TITLE} characters")
+    return scenario_from_json({**d, 'item': {**it, 'description': fence(str(it.get('description', '')))}})
+
+def _seat_view(sc, role: Role) -> dict:
+    "A scenario as JSON without the number that is private to the other side."
+    return {k: v for k, v in scenario_json(sc).items() if k != ('seller_cost' if role is Role.BUYER else 'buyer_value')}
 
 # %% ../nbs/15b_openenv.ipynb #687af61c
 def _reward(row: dict, role: str) -> float:
@@ -111,17 +144,21 @@ async def reset_async(self: BargainEnvironment,
                       **kwargs) -> BargainObservation:
     "Start a new game (ending any game still running); its opening."
     self.close()
+    if self.seats is not None and not self.seats.take():
+        from fastapi import HTTPException
+        raise HTTPException(503, f'the server plays {self.seats.n} games at once (--max-sessions); try again later')
+    self.holds = self.seats is not None
     seed = int.from_bytes(os.urandom(4), 'little') if seed is None else int(seed)
     role, opponent = Role(role or self.role), opponent or self.opponent
     if opponent not in self.opponents:
         raise ValueError(f'opponent {opponent!r} is not served here; choose from {sorted(self.opponents)}')
-    sc = scenario_from_json(scenario) if scenario else sample_scenarios(1, self.preset, seed)[0]
+    sc = _client_scenario(scenario) if scenario else sample_scenarios(1, self.preset, seed)[0]
     rules = replace(self.rules, first_mover=first_mover or self.rules.first_mover)
     self.seat = RemoteSeat('openenv', self.limits)
     seats = {role: self.seat, role.other: opponent}
     self.game = Seated(sc, seats[Role.BUYER], seats[Role.SELLER], rules, seed)
     self._state = BargainState(episode_id=episode_id, role=role.value, opponent=opponent, seed=seed,
-                               scenario=scenario_json(sc))
+                               scenario=_seat_view(sc, role))
     await self.game.start()
     return self._observe(openai_tools())
 
@@ -139,33 +176,60 @@ async def step_async(self: BargainEnvironment, action: BargainAction, timeout_s:
 # %% ../nbs/15b_openenv.ipynb #25c67f99
 def make_app(opponent: str = 'boulware',   # the default opponent's spec
              role: str = 'buyer',          # the model's default seat
-             max_sessions: int = 64,       # concurrent sessions at most
+             max_sessions: int = 64,       # games at once at most, over WebSocket sessions and HTTP resets
              opponents: tuple = (),        # other opponent specs a client may ask for
+             idle_s: float = 300.0,        # a session unused for this many seconds is closed
              **kwargs):                    # the rest of `BargainEnvironment`'s options (preset, rules, limits)
-    "OpenEnv's FastAPI app for the game: WebSocket sessions at `/ws`, at most `max_sessions` at once."
+    "OpenEnv's FastAPI app for the game: WebSocket sessions at `/ws`, at most `max_sessions` games at once."
     check_spec(opponent)
-    def factory(): return BargainEnvironment(opponent, role, opponents=opponents, **kwargs)
-    return create_app(factory, BargainAction, BargainObservation, env_name='bilateral',
-                      max_concurrent_envs=max_sessions, state_cls=BargainState)
+    seats = _Seats(max_sessions)
+    def factory(): return BargainEnvironment(opponent, role, opponents=opponents, seats=seats, **kwargs)
+    cc = ConcurrencyConfig(max_concurrent_envs=max_sessions, session_timeout=idle_s)
+    return create_app(factory, BargainAction, BargainObservation, env_name='bilateral', concurrency_config=cc,
+                      state_cls=BargainState)
 
 # %% ../nbs/15b_openenv.ipynb #b4ce9753
+class _OneLine(argparse.ArgumentParser):
+    "An argument parser whose errors are one line and exit 2, as `bilateral`'s are (never the whole usage)."
+    def error(self, message): self.exit(2, f'{self.prog}: error: {message}\n')
+
+def _whole(lo: int, hi: int):
+    "An argparse type: a whole number in [lo, hi]."
+    o = Opt(int, lo, hi)
+    def read(text: str) -> int:
+        try: x = int(text)
+        except ValueError: x = None
+        if x is None or not o.ok(x): raise argparse.ArgumentTypeError(f'must be {o.allowed()}, got {text!r}')
+        return x
+    return read
+
 def openenv_parser() -> argparse.ArgumentParser:
     "The options of `bilateral-openenv`."
-    p = argparse.ArgumentParser(prog='bilateral-openenv', description='Serve the game as an OpenEnv environment.')
+    p = _OneLine(prog='bilateral-openenv', description='Serve the game as an OpenEnv environment.')
     p.add_argument('--host', default='127.0.0.1')
-    p.add_argument('--port', type=int, default=8000)
+    p.add_argument('--port', type=_whole(1, 65535), default=8000)
     p.add_argument('--opponent', default='boulware', help='agent spec of the opponent (default boulware)')
     p.add_argument('--also', nargs='*', default=[], help='other opponent specs a client may ask for')
     p.add_argument('--role', default='buyer', choices=['buyer', 'seller'], help="the model's default seat")
-    p.add_argument('--max-sessions', type=int, default=64, help='concurrent sessions at most (default 64)')
+    p.add_argument('--max-sessions', type=_whole(1, 4096), default=64,
+                   help='games at once at most, over all sessions and HTTP resets (default 64)')
+    p.add_argument('--idle-timeout', type=_whole(1, 86_400), default=300,
+                   help='seconds after which an unused session is closed (default 300)')
     return p
 
 # %% ../nbs/15b_openenv.ipynb #5573073c
+def _check_opponents(specs: list) -> None:
+    "Build and check every opponent a client may ask for (its spec, its options, its key, its model folder)."
+    for s in specs: make_agent(s).check()
+
 def main(argv: list | None = None):
-    "Serve the game as an OpenEnv environment (`bilateral-openenv`)."
+    "Serve the game as an OpenEnv environment (`bilateral-openenv`); a bad option is one line and exit 2, at once."
     import uvicorn
-    a = openenv_parser().parse_args(argv)
-    app = make_app(a.opponent, a.role, a.max_sessions, tuple(a.also))
+    p = openenv_parser()
+    a = p.parse_args(argv)
+    try: _check_opponents([a.opponent, *a.also])
+    except (BilateralError, ValueError) as e: p.error(str(e))
+    app = make_app(a.opponent, a.role, a.max_sessions, tuple(a.also), idle_s=a.idle_timeout)
     uvicorn.run(app, host=a.host, port=a.port, log_level='warning')
 
 # %% ../nbs/15b_openenv.ipynb #9cac694f
@@ -178,7 +242,8 @@ class serve_openenv:
     def __enter__(self):
         cmd = [sys.executable, '-c', 'from bilateral.openenv import main; main()', '--port', str(self.port), *self.args]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for _ in range(600):
+        t0 = time.monotonic()             # a loaded machine can take minutes to import OpenEnv
+        while time.monotonic() - t0 < 300 and self.proc.poll() is None:
             try:
                 with urllib.request.urlopen(self.url + '/health', timeout=2): return self
             except OSError: time.sleep(0.05)

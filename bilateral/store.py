@@ -6,7 +6,7 @@ Docs: https://github.com/bilateral-dev/bilateral/store.html.md"""
 
 # %% ../nbs/08_store.ipynb #9eb2ae59
 from __future__ import annotations
-import json, math, os, sqlite3, time, zlib
+import json, math, os, shutil, sqlite3, time, zlib
 try: import fcntl
 except ImportError: fcntl = None      # Windows: no lock
 from contextlib import contextmanager
@@ -76,7 +76,8 @@ def _transaction(con: sqlite3.Connection):
     con.execute('BEGIN IMMEDIATE')
     try: yield
     except BaseException:
-        con.execute('ROLLBACK')
+        try: con.execute('ROLLBACK')
+        except sqlite3.OperationalError: pass      # SQLite rolled back itself (a full disk): the first error counts
         raise
     con.execute('COMMIT')
 
@@ -187,6 +188,32 @@ def _check_shard(self: Store, shard: dict | None) -> None:
            else 'use a new --out directory for each shard')
     raise StoreError(f'{self.dir} holds {_shard_name(old)} of this tournament, not {_shard_name(shard)}: {how}')
 
+# %% ../nbs/08_store.ipynb #a51e1324
+def _decoded(path: Path, game_id: str, blob, what: str = 'transcript'):
+    "A stored blob (zlib-compressed JSON; plain JSON text for `what='measures'`) decoded; `StoreError` when damaged."
+    try: return json.loads(blob if what == 'measures' else zlib.decompress(blob))
+    except (zlib.error, ValueError, TypeError) as e:
+        raise StoreError(f'{path}: the stored {what} of game {game_id} is damaged ({str(e)[:80]}); restore the '
+                         'run directory from a copy, or merge it again from its shards') from None
+
+@contextmanager
+def _readable(path: Path):
+    "Turn SQLite's 'database disk image is malformed' (and its kin) into a `StoreError` that names the file."
+    try: yield
+    except sqlite3.DatabaseError as e:
+        if isinstance(e, sqlite3.OperationalError) and 'malformed' not in str(e): raise
+        raise StoreError(f'{path} is damaged ({e}); restore it from a copy, or merge it again from its shards') \
+            from None
+
+@contextmanager
+def _writing(path: Path):
+    "Turn SQLite's 'database or disk is full' (and other write errors) into a `StoreError` that names the file."
+    try: yield
+    except sqlite3.OperationalError as e:
+        if 'locked' in str(e) or 'busy' in str(e): raise
+        raise StoreError(f'cannot write {path} ({e}); the finished games stored before are kept: make room, then run '
+                         'the same command again') from None
+
 # %% ../nbs/08_store.ipynb #dfb67d13
 @patch
 def claim(self: Store,
@@ -233,7 +260,7 @@ def encode_game(game_id: str,                  # the game's id
 @patch
 def add_encoded(self: Store, values: tuple) -> bool:
     "Store one game that `encode_game` encoded, in its own transaction; False if it was already there."
-    with _transaction(self.con):
+    with _writing(self.path), _transaction(self.con):
         cur = self.con.execute('INSERT INTO games VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(game_id) DO NOTHING',
                                values)
         self.con.execute('DELETE FROM failures WHERE game_id=?', (values[0],))
@@ -267,8 +294,9 @@ def count(self: Store) -> int: return self.con.execute('SELECT COUNT(*) FROM gam
 @patch
 def rows(self: Store) -> pd.DataFrame:
     "The per-game measures of every stored game, one row each, in game-id order."
-    recs = [dict(json.loads(r), game_id=g, scenario_index=i) for g, i, r in
-            self.con.execute('SELECT game_id, scenario_index, row FROM games ORDER BY game_id')]
+    with _readable(self.path):
+        recs = [dict(_decoded(self.path, g, r, 'measures'), game_id=g, scenario_index=i) for g, i, r in
+                self.con.execute('SELECT game_id, scenario_index, row FROM games ORDER BY game_id')]
     return pd.DataFrame(recs).fillna(value=math.nan) if recs else pd.DataFrame()
 
 # %% ../nbs/08_store.ipynb #44dc2151
@@ -276,14 +304,16 @@ def rows(self: Store) -> pd.DataFrame:
 def transcripts(self: Store, where: str = '', params: tuple = ()) -> Iterator[tuple[str, dict]]:
     "(game_id, transcript) of stored games, optionally filtered by an SQL condition."
     q = 'SELECT game_id, transcript FROM games' + (f' WHERE {where}' if where else '') + ' ORDER BY game_id'
-    for g, blob in self.con.execute(q, params): yield g, json.loads(zlib.decompress(blob))
+    with _readable(self.path):
+        for g, blob in self.con.execute(q, params): yield g, _decoded(self.path, g, blob)
 
 # %% ../nbs/08_store.ipynb #62282397
 @patch
 def messages(self: Store, game_id: str) -> dict | None:
     "The agents' own conversations of a game, if its agents kept any."
-    row = self.con.execute('SELECT messages FROM games WHERE game_id=?', (game_id,)).fetchone()
-    return None if row is None or row[0] is None else json.loads(zlib.decompress(row[0]))
+    with _readable(self.path):
+        row = self.con.execute('SELECT messages FROM games WHERE game_id=?', (game_id,)).fetchone()
+    return None if row is None or row[0] is None else _decoded(self.path, game_id, row[0], 'conversations')
 
 # %% ../nbs/08_store.ipynb #fc5717d0
 @patch
@@ -296,7 +326,7 @@ def add_failure(self: Store,
                 transcript: dict | None = None,  # what was played before it failed, if anything
                ) -> None:
     "Record that a game could not be played (it stays unplayed and unscored; `attempts` counts the tries)."
-    self.con.execute(
+    with _writing(self.path): self.con.execute(
         """INSERT INTO failures VALUES (?,?,?,?,?,?,?,?,1,?,?) ON CONFLICT(game_id) DO UPDATE SET role=excluded.role,
            cause=excluded.cause, message=excluded.message, fatal=excluded.fatal, attempts=attempts+1,
            transcript=excluded.transcript, failed_at=excluded.failed_at""",
@@ -368,6 +398,23 @@ def _merge_failures(self: Store, src: Store) -> None:
     for values in src.con.execute('SELECT * FROM failures ORDER BY game_id'):
         self.con.execute('INSERT INTO failures VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(game_id) DO NOTHING', values)
 
+# %% ../nbs/08_store.ipynb #d70aef51
+def _verify(st: Store) -> int:
+    "Check every game of `st` (decodes, replays) and its file (SQLite's quick_check): the games, or `StoreError`."
+    from bilateral.engine import replay     # the same floor: the store checks what the engine wrote
+    n = 0
+    with _readable(st.path):
+        if (ok := st.con.execute('PRAGMA quick_check(1)').fetchone()[0]) != 'ok':
+            why = ' '.join(ok.replace('*** in database main ***', '').split())[:100]
+            raise StoreError(f'{st.path} is damaged ({why}); nothing was merged')
+        for g, row, t, m in st.con.execute('SELECT game_id, row, transcript, messages FROM games ORDER BY game_id'):
+            _decoded(st.path, g, row, 'measures'), m is None or _decoded(st.path, g, m, 'conversations')
+            try: replay(_decoded(st.path, g, t))
+            except Exception as e:
+                raise StoreError(f'{st.path}: game {g} does not replay ({str(e)[:80]}); nothing was merged') from None
+            n += 1
+    return n
+
 # %% ../nbs/08_store.ipynb #e34a91cd
 def _same_tournament(a: Store, b: Store) -> None:
     "Refuse `b` unless it holds a run of the same spec as `a`."
@@ -419,9 +466,10 @@ def merge_stores(out_dir: str | Path,  # the run directory to merge into (create
     """Copy into `out_dir` every game of `sources` that it lacks, and the failures of games that none of them played;
     refuse other specs, a shard given twice, and two copies of a game that differ. Merging again adds nothing."""
     out_dir = Path(out_dir)
-    srcs = _open_sources(out_dir, sources)
+    srcs, new = _open_sources(out_dir, sources), not out_dir.exists()
     try:
         _shards_merged(srcs)                  # refused before the target is made
+        for st in srcs: _verify(st)
         with run_lock(out_dir), Store(out_dir) as out:
             if out.get_meta('spec') is not None: _same_tournament(srcs[0], out)
             shards, origin, copied, same = _shards_merged(srcs, out), {}, 0, 0
@@ -436,5 +484,8 @@ def merge_stores(out_dir: str | Path,  # the run directory to merge into (create
             return {'run_dir': str(out_dir), 'sources': len(srcs), 'copied': copied, 'already': same,
                     'stored': out.count(), 'failures': len(out.failures()), 'shards': shards,
                     'spec': out.get_meta('spec')}
+    except BaseException:
+        if new: shutil.rmtree(out_dir, ignore_errors=True)     # what this merge made, and nothing else
+        raise
     finally:
         for st in srcs: st.close()

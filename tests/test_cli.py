@@ -15,7 +15,7 @@ def test_agents_lists_the_ladder():
     assert names == ['boulware', 'linear', 'conceder', 'tit-for-tat', 'accommodating', 'hardliner', 'split', 'haggler',
                      'hf', 'human', 'narrated', 'openai', 'random']
     assert '               spec: random[:RATE], RATE in [0, 1]' in r.stdout.splitlines()
-    assert 'timeout=(0,3600]' in r.stdout and 'retries=[0,20]' in r.stdout     # each option with its range
+    assert 'timeout=[0.1,3600]' in r.stdout and 'retries=[0,20]' in r.stdout     # each option with its range
 
 def test_run_json_fields_and_determinism():
     args = ('run', '--buyer', 'boulware', '--seller', 'conceder', '--seed', '4', '--preset', 'mixed', '--json')

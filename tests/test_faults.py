@@ -32,6 +32,8 @@ CASES = {
     'chatty': ({}, {'invalid_calls'}), 'digits': ({}, {'both_idle', 'invalid_calls'}),
     'noisy': ({}, {'deal'}), 'later500': ({'retries': 1}, 'server_error'),
     'trickle': ({'timeout': 1, 'retries': 0}, 'timeout'), 'huge': ({'max_reply_bytes': 65536}, 'too_large'),
+    'gzip': ({}, {'deal'}), 'bomb': ({'retries': 0}, 'too_large'), 'bigusage': ({}, 'bad_usage'),
+    'negusage': ({}, 'bad_usage'), 'echokey': ({}, {'deal'}), 'needchoice': ({'tool_choice': 'required'}, {'deal'}),
 }
 
 def test_every_fault_has_a_case():

@@ -100,7 +100,7 @@ def hostile(srv_url):
         ([*t, f'{m}?concurrency=0,linear'], 'concurrency must be a whole number in [1, 4096]'),
         ([*t, f'{m}?retries=1000000000,linear'], 'retries must be a whole number in [0, 20]'),
         ([*t, f'{m}?retries=-1,linear'], 'retries must be a whole number in [0, 20]'),
-        ([*t, f'{m}?timeout=nan,linear'], 'timeout must be a finite number in (0, 3600]'),
+        ([*t, f'{m}?timeout=nan,linear'], 'timeout must be a finite number in [0.1, 3600]'),
         ([*t, f'{m}?timeout=0,linear'], 'timeout must be'),
         ([*t, f'{m}?timeout=-5,linear'], 'timeout must be'),
         ([*t, f'{m}?temperature=inf,linear'], 'temperature must be a finite number in [0, 2]'),
