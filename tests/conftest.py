@@ -78,3 +78,19 @@ def child(cmd, **kwargs):
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+
+
+def fault_agent(srv, kind, **opts) -> str:
+    "The spec of an `openai:` agent on the fault server `srv` whose replies are of `kind` (the reply cache off)."
+    q = '&'.join(f'{k}={v}' for k, v in {'cache': 'off', **opts}.items())
+    return f'openai:{kind}@{srv.url}?{q}'
+
+def fault_game(srv, kind, limit=120, **opts):
+    "One game of that agent (buyer) against `linear`, bounded so that a hang fails the test instead of blocking it."
+    import asyncio
+    from bilateral.play import play_game, run_sync
+    from bilateral.scenarios import sample_scenarios
+    sc = sample_scenarios(2, seed=11)[0]
+    spec = fault_agent(srv, kind, **opts)
+    async def go(): return await asyncio.wait_for(play_game(sc, spec, 'linear', seed=1), limit)
+    return run_sync(go())

@@ -11,7 +11,7 @@ fault endpoint (bilateral.fakeserver: `noisy`, `later500`, `trickle`, `huge`) or
 import asyncio, json, os, signal, subprocess, sys, time
 from pathlib import Path
 import pytest
-from conftest import child, stored
+from conftest import child, fault_agent as agent, fault_game as game, stored
 from bilateral.agents import make_agent
 from bilateral.core import Role, dumps
 from bilateral.engine import Engine, replay
@@ -25,14 +25,6 @@ EXE = str(Path(sys.executable).parent / 'bilateral')
 HELD_CLI = str(Path(__file__).parent / 'held_cli.py')
 SC = sample_scenarios(2, seed=11)
 
-def agent(srv, kind, **opts):
-    q = '&'.join(f'{k}={v}' for k, v in {'cache': 'off', **opts}.items())
-    return f'openai:{kind}@{srv.url}?{q}'
-
-def game(srv, kind, limit=120, **opts):
-    "One game of the model (buyer) against `linear`, bounded so that a hang fails the test instead of blocking it."
-    async def go(): return await asyncio.wait_for(play_game(SC[0], agent(srv, kind, **opts), 'linear', seed=1), limit)
-    return run_sync(go())
 
 def files(d: Path) -> dict:
     "Every file under `d` with its bytes, to show that a refused command wrote nothing."

@@ -9,6 +9,7 @@ processes.
 import asyncio, json, shutil, sqlite3, subprocess, sys, time, zlib
 from pathlib import Path
 import pytest
+from conftest import fault_agent as agent, fault_game as game
 from bilateral.agents import make_agent
 from bilateral.core import ConfigError
 from bilateral.play import play_game, run_sync
@@ -19,14 +20,6 @@ from bilateral.tournament import TournamentSpec, run_tournament
 EXE = str(Path(sys.executable).parent / 'bilateral')
 SC = sample_scenarios(2, seed=11)
 
-def agent(srv, kind, **opts):
-    q = '&'.join(f'{k}={v}' for k, v in {'cache': 'off', **opts}.items())
-    return f'openai:{kind}@{srv.url}?{q}'
-
-def game(srv, kind, limit=120, **opts):
-    "One game of the model (buyer) against `linear`, bounded so that a hang fails the test instead of blocking it."
-    async def go(): return await asyncio.wait_for(play_game(SC[0], agent(srv, kind, **opts), 'linear', seed=1), limit)
-    return run_sync(go())
 
 def cache_rows(path: Path) -> list:
     if not path.exists(): return []

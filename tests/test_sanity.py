@@ -122,12 +122,14 @@ def test_a_model_that_never_deals_is_flagged(broken_eval):
     gaps = ev['tables']['gaps']
     mute = gaps[gaps['model'] == 'mute']
     assert len(mute) == 4 and (mute['direction'] == 'flagged: mute never closes a deal').all()
-    const = gaps[gaps['model'] == 'const']
+    const = gaps[(gaps['model'] == 'const') & (gaps['reference'] == 'base')]
     assert len(const) == 4 and const['direction'].str.startswith('flagged: const breaks IR in ').all()
+    between = gaps[(gaps['model'] == 'const') & (gaps['reference'] == 'mute')]     # each model against the one before
+    assert len(between) == 4 and between['direction'].str.contains('const breaks IR in .*; mute never closes').all()
     said = json.loads((out / 'summary.json').read_text())['findings']
     assert 'mute, seen opponents: never closes a deal; its comparisons are flagged, not read as higher or lower' in said
     gap_lines = [s for s in said if s.startswith(('mute vs', 'const vs'))]
-    assert len(gap_lines) == 8 and all('(flagged: ' in s for s in gap_lines)
+    assert len(gap_lines) == 12 and all('(flagged: ' in s for s in gap_lines)
     assert not any(s.endswith(('(higher)', '(lower)', '(no clear difference)')) for s in gap_lines)
     san = pd.read_csv(out / 'tables' / 'sanity.csv')
     assert (san.loc[san['model'] == 'mute', 'deals'] == 0).all() and len(san) == 3 * 2 * 3
