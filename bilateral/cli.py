@@ -28,8 +28,8 @@ from .store import Store, merge_stores, nan_to_none
 
 # %% auto #0
 __all__ = ['SEED', 'CliError', 'Incomplete', 'cmd_agents', 'cmd_run', 'cmd_tournament', 'cmd_merge', 'cmd_report', 'cmd_view',
-           'cmd_reproduce', 'cmd_play', 'cmd_tiny', 'cmd_train', 'cmd_evaluate', 'cmd_bench', 'cmd_models', 'parser',
-           'main']
+           'cmd_reproduce', 'cmd_walkaway', 'cmd_play', 'cmd_tiny', 'cmd_train', 'cmd_evaluate', 'cmd_bench',
+           'cmd_models', 'parser', 'main']
 
 # %% ../nbs/13_cli.ipynb #ca6d725b
 class CliError(Exception): "A usage error, reported in one line."
@@ -361,7 +361,8 @@ def _seed_list(text: str) -> list[int]:
 # %% ../nbs/13_cli.ipynb #32adf50b
 def _add_reproduce(sub):
     rr = sub.add_parser('reproduce', help='run the experiment notebooks of a profile through papermill')
-    rr.add_argument('--profile', default='offline', choices=['smoke', 'offline', 'paper', 'paper-train'])
+    rr.add_argument('--profile', default='offline', choices=['smoke', 'offline', 'smollm2', 'paper',
+                                                                  'paper-train'])
     rr.add_argument('--out', default=None, type=_path)
     rr.add_argument('--games-per-pair', type=_number(int, 1), default=None)
     rr.add_argument('--seed', type=SEED, default=None)
@@ -370,6 +371,26 @@ def _add_reproduce(sub):
     rr.add_argument('--threads', type=_number(int, 1, 256), default=None, help="torch threads (default: the profile's)")
     rr.add_argument('--quiet', action='store_true')
     rr.set_defaults(fn=cmd_reproduce)
+
+# %% ../nbs/13_cli.ipynb #e5c0a1f1
+def cmd_walkaway(a) -> str:
+    "The walk-away experiment (12d_walkaway) on a profile's chain."
+    from bilateral.walkaway import walkaway
+    got = walkaway(a.profile, a.seeds, a.no_zopa, a.out, progress=not a.quiet)
+    cols = ['prediction', 'model', 'reference', 'world', 'measure', 'predicted', 'median_diff', 'agrees', 'contradicts',
+            'unresolved']
+    return (f"finding (f) over {len(a.seeds)} seed(s) (RUN/walkaway: finding_f.csv, agreement.csv, outcomes.csv in "
+            f"{got['dir']}):\n" + got['agreement'][cols].round(3).to_string(index=False))
+
+def _add_walkaway(sub):
+    w = sub.add_parser('walkaway', help="GRPO under the paper's reward and a walk-away credit, finding (f)")
+    w.add_argument('--profile', default='offline', choices=['offline', 'smollm2'])
+    w.add_argument('--seeds', type=_seed_list, default=[0], help='GRPO seeds: 0-2 or 0,2,7')
+    w.add_argument('--no-zopa', type=_number(float, 0, 1), default=0.25,
+                   help="the share of each role's GRPO games without a ZOPA")
+    w.add_argument('--out', default=None, type=_path, help="the profile's run directory (default data/runs/PROFILE)")
+    w.add_argument('--quiet', action='store_true')
+    w.set_defaults(fn=cmd_walkaway)
 
 # %% ../nbs/13_cli.ipynb #b677e54b
 def cmd_play(a) -> str:
@@ -644,7 +665,7 @@ def parser() -> argparse.ArgumentParser:
     p = _Parser(prog='bilateral', description='Bilateral bargaining with private information.')
     sub = p.add_subparsers(dest='cmd', required=True, parser_class=_Parser)
     adds = (_add_agents, _add_run, _add_tournament, _add_merge, _add_report, _add_view, _add_reproduce, _add_play,
-            _add_tiny, _add_bench, _add_train, _add_evaluate, _add_models)
+            _add_tiny, _add_bench, _add_train, _add_evaluate, _add_models, _add_walkaway)
     for add in adds: add(sub)
     return p
 

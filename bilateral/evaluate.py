@@ -22,11 +22,11 @@ from .findings import paired_gap
 from .plots import ROLE_ORDER, save_chart
 
 # %% auto #0
-__all__ = ['GROUPS', 'OUTCOMES', 'IR_FLAG', 'TIERS', 'BEHAVIOUR_SHOWN', 'SANITY_SHOWN', 'eval_runs', 'eval_spec',
+__all__ = ['GROUPS', 'OUTCOMES', 'IR_FLAG', 'TIERS', 'BEHAVIOUR_SHOWN', 'TENSION', 'SANITY_SHOWN', 'eval_runs', 'eval_spec',
            'play_runs_async', 'play_runs', 'eval_rows', 'model_roles', 'clustered', 'outcome_table', 'headline',
            'sanity_table', 'sanity_flags', 'direction', 'gap_pairs', 'model_gaps', 'tier_table', 'behaviour_table',
-           'eval_tables', 'ci_chart', 'tier_chart', 'eval_figures', 'markdown_table', 'findings', 'write_evaluation',
-           'evaluate']
+           'eval_tables', 'ci_chart', 'tier_chart', 'eval_figures', 'markdown_table', 'verdict', 'tension_sentences',
+           'findings', 'write_evaluation', 'evaluate']
 
 # %% ../nbs/11b_evaluate.ipynb #f6c43acf
 def _check_models(models: dict, seen: list, unseen: list):
@@ -275,6 +275,32 @@ def markdown_table(df: pd.DataFrame, digits: int = 3) -> str:
     lines = ['| ' + ' | '.join(map(str, df.columns)) + ' |', '|' + '---|' * len(df.columns)]
     return '\n'.join(lines + ['| ' + ' | '.join(fmt(v) for v in r) + ' |' for r in df.itertuples(index=False)])
 
+# %% ../nbs/11b_evaluate.ipynb #f7a1b2c1
+TENSION = [('sft', 'base', 'share', 1), ('sft', 'base', 'deal', -1), ('grpo', 'sft', 'deal', 1),
+           ('grpo', 'sft', 'share', -1)]     # (model, reference, measure, predicted sign): the paper's finding
+
+def verdict(lo: float, hi: float, sign: int) -> str:
+    "'agrees' when the CI lies on the predicted side of 0, 'contradicts' on the other, else 'unresolved'."
+    if sign * lo > 0 and sign * hi > 0: return 'agrees'
+    if sign * lo < 0 and sign * hi < 0: return 'contradicts'
+    return 'unresolved'
+
+def tension_sentences(gaps: pd.DataFrame) -> list[str]:
+    "Finding (f) in each group whose gaps pair `sft` with `base` and `grpo` with `sft`: four verdicts and the whole."
+    out = []
+    for grp, g in gaps.groupby('group', sort=False):
+        got = [(g[(g['model'] == a) & (g['reference'] == b) & (g['measure'] == m)], a, b, m, k)
+               for a, b, m, k in TENSION]
+        if any(r.empty for r, *_ in got): continue
+        said = [(r.iloc[0], a, b, m, k, verdict(r.iloc[0]['lo'], r.iloc[0]['hi'], k)) for r, a, b, m, k in got]
+        words = [f"{m} {a} − {b} {r['diff']:+.3f} [{r['lo']:+.3f}, {r['hi']:+.3f}] ({'>' if k > 0 else '<'} 0: {v})"
+                 for r, a, b, m, k, v in said]
+        vs = {v for *_, v in said}
+        whole = 'agrees' if vs == {'agrees'} else 'contradicts' if 'contradicts' in vs else 'unresolved'
+        out.append(f"finding (f), the paper's SFT/GRPO tension, {grp} opponents, over {said[0][0]['scenarios']} "
+                   f"scenarios: {'; '.join(words)}; the finding {whole}")
+    return out
+
 # %% ../nbs/11b_evaluate.ipynb #dfd7191e
 def _gap_sentence(r) -> str:
     "One paired gap as a sentence."
@@ -286,7 +312,7 @@ def findings(tables: dict) -> list[str]:
     flags = sanity_flags(tables['sanity']) if 'sanity' in tables else {}
     out = [f'{m}, {grp} opponents: {why}; its comparisons are flagged, not read as higher or lower'
            for (m, grp), why in flags.items()]
-    out += [_gap_sentence(r) for r in tables['gaps'].itertuples()]
+    out += [_gap_sentence(r) for r in tables['gaps'].itertuples()] + tension_sentences(tables['gaps'])
     for (grp, role), t in tables['tiers'].groupby(['group', 'role'], sort=False):
         spreads = ', '.join(f'{r.model} {r.spread:.3f} (p = {r.p_value:.3f})' for r in t.itertuples())
         out.append(f'tier spread of share, {grp} opponents, {role}: {spreads}; '

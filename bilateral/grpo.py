@@ -6,7 +6,7 @@ Docs: https://github.com/bilateral-dev/bilateral/grpo.html.md"""
 
 # %% ../nbs/09c_grpo.ipynb #fd6b1aed
 from __future__ import annotations
-import asyncio, inspect, json, os, re, time
+import asyncio, inspect, json, os, random, re, time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -20,14 +20,14 @@ from .agents import Agent, make_agent
 from .chat import opening, render_result, system_prompt
 from .local import parse_tool_calls, prefix_generation
 from .metrics import game_row
-from .scenarios import DEFAULT_PRESET, sample_scenarios
+from .scenarios import DEFAULT_PRESET, PRESETS, sample_scenarios
 from .store import Store, _transaction
 from .sft import step_file, load_lora_model, pick_backend, save_trained, torch_threads
 
 # %% auto #0
 __all__ = ['PY_TYPE', 'CARRIER', 'GRPO_ROLES', 'REWARD_PARTS', 'REWARDS', 'GRPO_CONFIGS', 'tool_method', 'add_tool_methods',
-           'Rollout', 'BargainEnv', 'reply_calls', 'response_parser', 'grpo_tokenizer', 'grpo_rows', 'reward_parts',
-           'Rewards', 'RewardPart', 'rollout_store', 'reward_trend', 'train_grpo']
+           'Rollout', 'BargainEnv', 'reply_calls', 'response_parser', 'grpo_tokenizer', 'no_zopa_preset', 'grpo_rows',
+           'grpo_dataset', 'reward_parts', 'Rewards', 'RewardPart', 'rollout_store', 'reward_trend', 'train_grpo']
 
 # %% ../nbs/09c_grpo.ipynb #7671cd95
 PY_TYPE = {'number': float, 'string': str, 'integer': int, 'boolean': bool}
@@ -230,33 +230,58 @@ def _end_rollout(self: BargainEnv, completion: list | None = None):
         self.eng.fail(self.role, why, EndReason.AGENT_LIMIT)
     r.settled = True
 
+# %% ../nbs/09c_grpo.ipynb #c3a9d5e0
+def no_zopa_preset(preset: str) -> str:
+    "The world of `preset` without a ZOPA: its banded twin (`dollars-no-zopa`) where there is one, else `no-zopa`."
+    return f'{preset}-no-zopa' if f'{preset}-no-zopa' in PRESETS else 'no-zopa'
+
+def _gap_games(roles: list, share: float, seed: int) -> set:
+    "Which of the games (their roles) are played without a ZOPA: `share` of each role's, drawn by `seed`."
+    if not 0 <= share <= 1: raise ConfigError(f'no_zopa must be a share from 0 to 1, got {share!r}')
+    rng, out = random.Random(derive_seed(seed, 'grpo-no-zopa')), set()
+    for r in sorted(set(roles)):
+        mine = [i for i, x in enumerate(roles) if x == r]
+        out |= set(rng.sample(mine, round(len(mine) * share)))
+    return out
+
 # %% ../nbs/09c_grpo.ipynb #8d73b176
 GRPO_ROLES = ('buyer', 'seller', 'both')
 
-def grpo_rows(n: int, role: str = 'buyer', preset: str = DEFAULT_PRESET, seed: int = 0, rules: Rules = Rules()) -> list:
-    "`n` games for `role` ('both': buyer, buyer, seller, seller, ...), on scenarios apart from a tournament's."
+def grpo_rows(n: int, role: str = 'buyer', preset: str = DEFAULT_PRESET, seed: int = 0, rules: Rules = Rules(),
+              no_zopa: float = 0.0) -> list:
+    """`n` games for `role` ('both': buyer, buyer, seller, seller, ...), on scenarios apart from a tournament's; a
+    share `no_zopa` of each role's games on scenarios of the same world without a ZOPA, where walking away is right."""
     if role not in GRPO_ROLES: raise ConfigError(f"role must be one of {', '.join(GRPO_ROLES)}, got {role!r}")
-    rows = []
-    for i, sc in enumerate(sample_scenarios(n, preset, derive_seed(seed, 'grpo'))):
-        fm, me = ('buyer', 'seller')[i % 2], (('buyer', 'seller')[i // 2 % 2] if role == 'both' else role)
+    roles = [('buyer', 'seller')[i // 2 % 2] if role == 'both' else role for i in range(n)]
+    gap, rows = _gap_games(roles, no_zopa, seed), []
+    scs = sample_scenarios(n, preset, derive_seed(seed, 'grpo'))
+    gaps = sample_scenarios(n, no_zopa_preset(preset), derive_seed(seed, 'grpo-no-zopa')) if gap else scs
+    for i, (sc, me) in enumerate(zip(scs, roles)):
+        sc, fm = gaps[i] if i in gap else sc, ('buyer', 'seller')[i % 2]
         brief = Engine(sc, replace(rules, first_mover=fm), seed + i).brief(Role(me))
         prompt = [{'role': 'system', 'content': system_prompt(brief)}, {'role': 'user', 'content': ''}]
         rows.append({'prompt': prompt, 'scenario': json.dumps(scenario_json(sc)), 'seed': seed + i,
                      'first_mover': fm, 'scenario_index': i, 'role': me})
     return rows
 
+def grpo_dataset(cfg: dict, role: str, seed: int, rules: Rules):
+    "TRL's dataset of a configuration's games: `grpo_rows` of its scenarios, preset and share without a ZOPA."
+    from datasets import Dataset
+    return Dataset.from_list(grpo_rows(cfg['scenarios'], role, cfg['preset'], seed, rules, cfg['no_zopa']))
+
 # %% ../nbs/09c_grpo.ipynb #541a6fd2
 _FAILED = {EndReason.INVALID_CALLS, EndReason.AGENT_LIMIT, EndReason.CONTEXT_OVERFLOW}
-REWARD_PARTS = ('share', 'gain', 'deal', 'no_deal', 'invalid', 'failed')   # what `reward_parts` returns
+REWARD_PARTS = ('share', 'gain', 'deal', 'no_deal', 'invalid', 'failed', 'walkaway')   # what `reward_parts` returns
 
 def reward_parts(env: BargainEnv) -> dict:
     "The reward components of a settled game, for the environment's role."
     sc, o, role = env.eng.scenario, env.eng.outcome, env.role
     v, c, L = sc.buyer_value, sc.seller_cost, sc.item.listing_price
     g = 0 if not o.deal else (v - o.price if role is Role.BUYER else o.price - c)
-    share = max(-1.0, min(1.0, g / max(abs(v - c), 0.05 * L)))
+    share, failed = max(-1.0, min(1.0, g / max(abs(v - c), 0.05 * L))), o.by is role and o.reason in _FAILED
     return {'share': share, 'gain': g / L, 'deal': float(o.deal), 'no_deal': float(not o.deal),
-            'invalid': float(env.eng.parties[role].invalid), 'failed': float(o.by is role and o.reason in _FAILED)}
+            'invalid': float(env.eng.parties[role].invalid), 'failed': float(failed),
+            'walkaway': float(not o.deal and not sc.has_zopa and not failed)}
 
 # %% ../nbs/09c_grpo.ipynb #5c8b126b
 REWARDS = {
@@ -265,7 +290,8 @@ REWARDS = {
     'share+deal': {'share': 1.0, 'deal': 0.25},
     'share-nodeal': {'share': 1.0, 'no_deal': -0.25},
     'share-invalid': {'share': 1.0, 'invalid': -0.05},
-    'share-invalid-failed': {'share': 1.0, 'invalid': -0.05, 'failed': -1.0},
+    'share-invalid-failed': {'share': 1.0, 'invalid': -0.05, 'failed': -1.0},   # the paper's: 0 for every no-deal
+    'share-invalid-failed+walkaway': {'share': 1.0, 'invalid': -0.05, 'failed': -1.0, 'walkaway': 0.5},
 }
 
 # %% ../nbs/09c_grpo.ipynb #9d870741
@@ -337,14 +363,20 @@ _QWEN = dict(**_VLLM, scenarios=500, num_generations=8, batch=8, max_steps=250, 
                                                'down_proj'],
              max_completion_length=8192, max_length=12288, temperature=1.0, beta=0.0, threads=0,
              load_in_4bit=True, checkpointing=True, preset=DEFAULT_PRESET, deadline=Rules.deadline,
-             max_reply_tokens=None, scale_rewards='group') | {'use_vllm': True}
+             max_reply_tokens=None, scale_rewards='group', no_zopa=0.0) | {'use_vllm': True}
 GRPO_CONFIGS = {
     'tiny': dict(**_VLLM, scenarios=8, num_generations=4, batch=8, max_steps=30, lr=2e-3, lora_r=16, lora_alpha=32,
                  lora_dropout=0.0, target_modules='all-linear', max_completion_length=4096, max_length=8192,
                  temperature=0.3, beta=0.02, threads=1, load_in_4bit=False, checkpointing=False, preset=DEFAULT_PRESET,
                  deadline=Rules.deadline,
                  max_reply_tokens=96,   # each reply capped as an `hf:` agent caps it in a tournament
-                 scale_rewards='none'),   # TRL's advantage scaling: 'group' std, 'batch' or 'none' (the sweep)
+                 scale_rewards='none',    # TRL's advantage scaling: 'group' std, 'batch' or 'none' (the sweep)
+                 no_zopa=0.0),            # the share of each role's games without a ZOPA (`grpo_rows`)
+    'smollm2': dict(**_VLLM, scenarios=8, num_generations=4, batch=4, max_steps=6, lr=2e-4, lora_r=16, lora_alpha=32,
+                    lora_dropout=0.0, target_modules='all-linear', max_completion_length=4096, max_length=8192,
+                    temperature=0.7, beta=0.02, threads=2, load_in_4bit=False, checkpointing=False,
+                    preset=DEFAULT_PRESET, deadline=Rules.deadline, max_reply_tokens=64, scale_rewards='none',
+                    no_zopa=0.0),     # a real model on the CPU: one group of four games a step (06f_models)
     'qwen3-8b': {**_QWEN, 'model': 'Qwen/Qwen3-8B'},    # vLLM in the trainer's process, on its GPU
     'qwen3-8b-server': {**_QWEN, 'model': 'Qwen/Qwen3-8B', 'vllm_mode': 'server',   # `trl vllm-serve` elsewhere,
                         'load_in_4bit': False},    # the trainer on several GPUs with TRL: a 16-bit base
@@ -458,14 +490,13 @@ def train_grpo(model_dir, out_dir, opponent: str = 'boulware', role: str = 'buye
                backend: str = 'auto', reward: str | dict = 'share', max_steps: int | None = None,
                progress_file: str | None = None, seed: int = 0, progress: bool = False, **overrides) -> dict:
     "GRPO of `model_dir` as `role` against `opponent` into `out_dir` (with `torchrun`: all ranks' rollouts, one model)."
-    from datasets import Dataset
     from trl import GRPOTrainer
     cfg, out, rewards = _grpo_config(config, max_steps, overrides), Path(out_dir), Rewards(reward)
     be = pick_backend(backend)
     (model, tok, peft), rules = load_lora_model(str(model_dir), cfg, be), Rules(deadline=cfg['deadline'])
     with torch_threads(cfg['threads']):
         tr = GRPOTrainer(model=model, args=_grpo_args(cfg, out, list(rewards.weights.values()), seed, progress),
-                         train_dataset=Dataset.from_list(grpo_rows(cfg['scenarios'], role, cfg['preset'], seed, rules)),
+                         train_dataset=grpo_dataset(cfg, role, seed, rules),
                          processing_class=grpo_tokenizer(model_dir), reward_funcs=rewards.funcs(),
                          environment_factory=partial(BargainEnv, opponent, role, rules), peft_config=peft)
         if (acc := tr.accelerator).is_main_process and progress_file: tr.add_callback(step_file(progress_file))

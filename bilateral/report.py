@@ -6,7 +6,7 @@ Docs: https://github.com/bilateral-dev/bilateral/report.html.md"""
 
 # %% ../nbs/12_report.ipynb #ac4ac459
 from __future__ import annotations
-import json, os, platform, sqlite3, tempfile, threading
+import json, os, platform, sqlite3, sys, tempfile, threading
 from contextlib import contextmanager, nullcontext
 from functools import partial
 from importlib import resources
@@ -28,7 +28,7 @@ from .ceiling import regret_table
 
 # %% auto #0
 __all__ = ['MAX_BOOT', 'PAPER_TRAIN', 'TINY_SPEC', 'BASE_SPEC', 'PROFILES', 'EXPERIMENTS', 'PORTABLE_MATH', 'report_tables',
-           'report_figures', 'write_report', 'experiment_path', 'portable_math', 'reproduce']
+           'report_figures', 'write_report', 'experiment_path', 'portable_math', 'chain_models', 'reproduce']
 
 # %% ../nbs/12_report.ipynb #010b5eeb
 def report_tables(rows: pd.DataFrame, n_boot: int = 1000) -> dict[str, pd.DataFrame]:
@@ -143,6 +143,21 @@ PROFILES = {
          'games_per_pair': 750, 'preset': DEFAULT_PRESET, 'seed': 0, 'self_play': False, 'first_mover': 'alternate'}]},
     'paper-train': {'concurrency': 16, 'n_boot': 1000, 'gpu': True, 'stages': [], 'train': PAPER_TRAIN},
 }
+
+# %% ../nbs/12_report.ipynb #d41e7a02
+PROFILES['smollm2'] = {'concurrency': 16, 'n_boot': 1000, 'model': 'smollm2', 'stages': [     # a real model: 06f_models
+    {'name': '', 'agents': LADDER, 'games_per_pair': 24, 'preset': 'dollars', 'deadline': 60.0, 'seed': 0,
+     'self_play': True, 'first_mover': 'alternate', 'report': False},    # ranks the teachers
+    {'name': 'teacher', 'agents': [f'narrated:{a}' for a in LADDER], 'games_per_pair': 32, 'preset': 'dollars',
+     'deadline': 60.0, 'seed': 1, 'self_play': True, 'first_mover': 'alternate', 'paired': False,
+     'report': False}],
+    'train': {'preset': 'dollars', 'deadline': 60.0, 'opponent': 'conceder', 'role': 'both', 'grpo_steps': 6,
+              'scenarios': 8, 'threads': 2, 'reward': 'share-invalid-failed', 'seed': 0, 'eval_seed': 0,
+              'unseen': ['boulware', 'linear'], 'eval_games': 14, 'eval_threads': 2,
+              'hf_options': 'max_new_tokens=64',
+              'transfer_preset': DEFAULT_PRESET, 'transfer_unseen': ['linear'], 'transfer_games': 0,
+              'sft': {'base_model': '{model}', 'config': 'smollm2', 'checks': False, 'max_steps': 16},
+              'grpo': {'config': 'smollm2'}}}
 
 # %% ../nbs/12_report.ipynb #7bc72872
 EXPERIMENTS = ['tiny_model', 'tournament', 'report', 'findings', 'train_sft', 'train_grpo', 'evaluate']
@@ -274,6 +289,11 @@ def _train_sft(run_dir: Path, tr: dict, progress: bool, label: str = ''):
             (partial(_steps_done, f), f'{label}base and SFT training', 'step'))
 
 # %% ../nbs/12_report.ipynb #160a30e8
+def chain_models(d: Path, tr: dict) -> dict:
+    "The chain's models in `d` as `hf:` specs, with the chain's `hf_options` (e.g. `max_new_tokens=64`)."
+    opt = f"?{tr['hf_options']}" if tr.get('hf_options') else ''
+    return {'base': f"hf:{d / 'base'}{opt}", 'sft': f"hf:{d / 'sft'}{opt}", 'grpo': f"hf:{d / 'grpo' / 'model'}{opt}"}
+
 def _train_grpo(run_dir: Path, tr: dict, n_boot: int, progress: bool, label: str = ''):
     "The rest of the chain: GRPO from the SFT model, then the evaluation of base, SFT and GRPO."
     d, seed, preset, dl = run_dir / 'training', tr['seed'], tr['preset'], tr.get('deadline', Rules.deadline)
@@ -283,12 +303,12 @@ def _train_grpo(run_dir: Path, tr: dict, n_boot: int, progress: bool, label: str
               'scenarios': tr['scenarios'], 'reward': tr['reward'], 'preset': preset, 'deadline': dl, 'seed': seed,
               'threads': tr['threads'], 'progress_file': str(g), **tr.get('grpo', {})}
         _execute('train_grpo', d / 'train_grpo.ipynb', gp, progress, (partial(_steps_done, g), f'{label}GRPO', 'step'))
-    models = {'base': f"hf:{d / 'base'}", 'sft': f"hf:{d / 'sft'}", 'grpo': f"hf:{d / 'grpo' / 'model'}"}
+    models = chain_models(d, tr)
     ev = {'models': models, 'seen': [tr['opponent']], 'unseen': tr['unseen'], 'seed': tr.get('eval_seed', seed),
-          'concurrency': 16,
-          'threads': 1, 'n_boot': n_boot, 'deadline': dl}
+          'concurrency': 16, 'threads': tr.get('eval_threads', 1), 'n_boot': n_boot, 'deadline': dl}
     for name, p, n, un in (('evaluation', preset, tr['eval_games'], tr['unseen']),
                            ('transfer', tr['transfer_preset'], tr['transfer_games'], tr['transfer_unseen'])):
+        if not n: continue
         total = len(models) * (len(ev['seen']) + len(un)) * n * 2   # every model against every opponent, both roles
         _execute('evaluate', d / f'{name}.ipynb', {**ev, 'preset': p, 'games_per_pair': n, 'unseen': un,
                                                    'out_dir': str(d / name)}, progress,
@@ -321,6 +341,14 @@ def _stage(run_dir: Path, st: dict, prof: dict, models: dict, progress: bool):
     if st.get('findings'): _execute('findings', d / 'findings.ipynb', {'run_dir': str(d), 'n_boot': prof['n_boot']},
                                     progress)
 
+# %% ../nbs/12_report.ipynb #d41e7a03
+def _get_model(name: str, folder: Path, progress: bool):
+    "A profile's real model, verified and converted into `folder` (`bilateral models get`), or reused from there."
+    from bilateral.models import get_model
+    rec = get_model(name, folder)
+    how = 'reused' if rec['reused'] else f"converted in {rec['seconds']} s"
+    if progress: print(f'model {name} in {folder}: {how}', file=sys.stderr)
+
 # %% ../nbs/12_report.ipynb #1ce97777
 def _plan(profile: str, out_dir, overrides: dict) -> tuple:
     "A profile's settings, its chain's, its run directory, its models' folders, and its stages before and on the base."
@@ -329,7 +357,8 @@ def _plan(profile: str, out_dir, overrides: dict) -> tuple:
     tr.update({k: str(Path(tr[k]).absolute()) for k in ('teacher_run', 'strong_from') if k in tr})
     if prof.get('gpu'): _gpu_ready(profile, tr)     # at once, not after minutes
     run_dir = Path(out_dir or Path('data') / 'runs' / profile).absolute()
-    models = {'tiny': run_dir / 'tiny-model', 'base': run_dir / 'training' / 'base'}
+    models = {'tiny': run_dir / 'tiny-model', 'base': run_dir / 'training' / 'base', 'model': run_dir / 'model'}
+    if 'sft' in tr: tr['sft'] = {k: _spec(v, models) if isinstance(v, str) else v for k, v in tr['sft'].items()}
     stages = [{**st, **overrides} for st in prof['stages']]
     on_base = [st for st in stages if any('{base}' in a for a in st['agents'])]   # they wait for the chain's base
     if on_base and 'train' not in prof: raise ConfigError(f'profile {profile!r} plays {{base}} but trains none')
@@ -345,6 +374,7 @@ def reproduce(profile: str = 'smoke', out_dir: str | Path | None = None, progres
     "Run the experiment notebooks of a profile through papermill; return the run directory."
     prof, tr, run_dir, models, before, on_base = _plan(profile, out_dir, overrides)
     with portable_math():
+        if 'model' in prof: _get_model(prof['model'], models['model'], progress)
         if 'tiny' in prof: _build_tiny(run_dir, models['tiny'], prof['tiny'], progress)
         for st in before: _stage(run_dir, st, prof, models, progress)
         if 'train' in prof: _chain(run_dir, tr, prof, models, on_base, progress)

@@ -131,7 +131,8 @@ RENAMED = {'always-zopa': 'list-high'}
 
 # %% ../nbs/01_scenarios.ipynb #159391ad
 PRESETS['dollars'] = _symmetric
-BANDS = {'dollars': (2_000, 6_700)}   # listing band in cents [low, high), prices in whole dollars
+PRESETS['dollars-no-zopa'] = _never   # the same world where the value is below the cost
+BANDS = {'dollars': (2_000, 6_700), 'dollars-no-zopa': (2_000, 6_700)}   # listing band in cents [low, high), whole $
 
 def in_band(catalogue: tuple[Item, ...], preset: str) -> tuple[Item, ...]:
     "The catalogue as preset `preset` sees it: for a banded preset, its items in the band, listed in whole dollars."

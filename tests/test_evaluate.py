@@ -126,3 +126,17 @@ def test_a_world_with_another_deadline_reaches_every_game_and_table(tmp_path):
     tables = [t for t in map(pd.read_csv, tmp_path.glob('tables/*.csv')) if len(t)]     # one model: no gaps
     assert len(tables) >= 4 and all(set(t['world']) == {'dollars-60s'} for t in tables)
     assert (tmp_path / 'evaluation.md').read_text().startswith('# Evaluation, dollars-60s world')
+
+
+def test_a_world_without_a_zopa_is_evaluated_by_its_deals(tmp_path):
+    """In `dollars-no-zopa` no price is good for both, so share is undefined in every game: the evaluation still runs
+    through (it raised a KeyError from the paired gaps), its share gaps are empty (no scenario, no interval) and its
+    deal-rate gaps are measured; scripted agents never take a loss there, so none of their games ends in a deal."""
+    ev = evaluate({'base': 'boulware', 'sft': 'linear'}, ['conceder'], ['hardliner'], tmp_path, games_per_pair=4,
+                  preset='dollars-no-zopa', deadline=60, n_boot=20, figures=False)
+    assert len(ev['rows']) == 32 and not ev['rows']['has_zopa'].any() and not ev['rows']['deal'].any()
+    gaps = ev['tables']['gaps']
+    share, deal = gaps[gaps['measure'] == 'share'], gaps[gaps['measure'] == 'deal']
+    assert len(share) == len(deal) == 2 and (share['scenarios'] == 0).all() and share['diff'].isna().all()
+    assert (deal['scenarios'] == 4).all() and (deal['diff'] == 0).all()
+    assert ev['summary']['world'] == 'dollars-no-zopa-60s'
