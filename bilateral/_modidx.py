@@ -1121,5 +1121,6 @@ d = { 'settings': { 'branch': 'main',
                                     'bilateral.walkaway.variant_dir': ('walkaway.html#variant_dir', 'bilateral/walkaway.py'),
                                     'bilateral.walkaway.variant_params': ('walkaway.html#variant_params', 'bilateral/walkaway.py'),
                                     'bilateral.walkaway.walkaway': ('walkaway.html#walkaway', 'bilateral/walkaway.py'),
+                                    'bilateral.walkaway.walkaway_chart': ('walkaway.html#walkaway_chart', 'bilateral/walkaway.py'),
                                     'bilateral.walkaway.walkaway_models': ('walkaway.html#walkaway_models', 'bilateral/walkaway.py'),
                                     'bilateral.walkaway.walkaway_worlds': ('walkaway.html#walkaway_worlds', 'bilateral/walkaway.py')}}}

@@ -372,7 +372,7 @@ GRPO_CONFIGS = {
                  max_reply_tokens=96,   # each reply capped as an `hf:` agent caps it in a tournament
                  scale_rewards='none',    # TRL's advantage scaling: 'group' std, 'batch' or 'none' (the sweep)
                  no_zopa=0.0),            # the share of each role's games without a ZOPA (`grpo_rows`)
-    'smollm2': dict(**_VLLM, scenarios=8, num_generations=4, batch=4, max_steps=6, lr=2e-4, lora_r=16, lora_alpha=32,
+    'smollm2': dict(**_VLLM, scenarios=8, num_generations=4, batch=4, max_steps=2, lr=2e-4, lora_r=16, lora_alpha=32,
                     lora_dropout=0.0, target_modules='all-linear', max_completion_length=4096, max_length=8192,
                     temperature=0.7, beta=0.02, threads=2, load_in_4bit=False, checkpointing=False,
                     preset=DEFAULT_PRESET, deadline=Rules.deadline, max_reply_tokens=64, scale_rewards='none',

@@ -19,8 +19,8 @@ from .protocol import Rules, world
 from .report import _execute, _eval_stored, _plan, _steps_done, chain_models, portable_math
 
 # %% auto #0
-__all__ = ['WALKAWAY', 'PREDICTIONS', 'variant_dir', 'variant_params', 'grpo_variant', 'walkaway_models', 'walkaway_worlds',
-           'evaluate_worlds', 'finding_f', 'agreement', 'walkaway']
+__all__ = ['WALKAWAY', 'CONTROLS', 'PREDICTIONS', 'variant_dir', 'variant_params', 'grpo_variant', 'walkaway_models',
+           'walkaway_worlds', 'evaluate_worlds', 'finding_f', 'agreement', 'walkaway', 'walkaway_chart']
 
 # %% ../nbs/12d_walkaway.ipynb #wa0006
 WALKAWAY = {'paper': 'share-invalid-failed', 'credit': 'share-invalid-failed+walkaway'}   # label: reward variant
@@ -48,11 +48,11 @@ def grpo_variant(run_dir, tr: dict, label: str, seed: int, no_zopa: float, progr
 
 # %% ../nbs/12d_walkaway.ipynb #wa0011
 def walkaway_models(run_dir, tr: dict, seeds, labels=tuple(WALKAWAY)) -> dict:
-    "{label: `hf:` spec}: the chain's base and SFT, then each reward's GRPO run for each seed."
+    "{label: `hf:` spec}: the chain's base, SFT and GRPO (no game without a ZOPA), then each reward's runs by seed."
     chain = chain_models(Path(run_dir) / 'training', tr)
     opt = f"?{tr['hf_options']}" if tr.get('hf_options') else ''
     runs = {f'{k}-s{s}': f"hf:{variant_dir(run_dir, k, s) / 'grpo' / 'model'}{opt}" for s in seeds for k in labels}
-    return {'base': chain['base'], 'sft': chain['sft'], **runs}
+    return {**chain, **runs}
 
 def walkaway_worlds(tr: dict) -> dict:
     "{name: preset}: the chain's world and its twin without a ZOPA."
@@ -74,6 +74,7 @@ def evaluate_worlds(run_dir, tr: dict, models: dict, n_boot: int = 1000, progres
     return done
 
 # %% ../nbs/12d_walkaway.ipynb #wa0016
+CONTROLS = [(0, 'paper', 'grpo', w, m, 0) for w, m in (('zopa', 'deal'), ('zopa', 'share'), ('no-zopa', 'deal'))]
 PREDICTIONS = [   # (number, model, reference, world, measure, predicted sign)
     (1, 'sft', 'base', 'zopa', 'share', 1), (2, 'sft', 'base', 'zopa', 'deal', -1),
     (3, 'paper', 'sft', 'zopa', 'deal', 1), (4, 'paper', 'sft', 'zopa', 'share', -1),
@@ -81,23 +82,24 @@ PREDICTIONS = [   # (number, model, reference, world, measure, predicted sign)
     (7, 'credit', 'paper', 'no-zopa', 'deal', -1)]
 
 # %% ../nbs/12d_walkaway.ipynb #wa0018
-def _label(name: str, seed: int) -> str: return name if name in ('base', 'sft') else f'{name}-s{seed}'
+def _label(name: str, seed: int) -> str: return name if name in ('base', 'sft', 'grpo') else f'{name}-s{seed}'
 
 def finding_f(rows: dict, seeds, n_boot: int = 1000) -> pd.DataFrame:
     "Each prediction for each seed's pair of GRPO runs (`rows`: {world: the evaluation's games}), with its verdict."
     out = []
     for s in seeds:
-        for n, a, b, w, m, sign in PREDICTIONS:
+        for n, a, b, w, m, sign in PREDICTIONS + [c for c in CONTROLS if 'grpo' in set(rows[c[3]]['model'])]:
             g = paired_gap(rows[w], _label(a, s), _label(b, s), m, n_boot, seed=0)
             out.append({'seed': s, 'prediction': n, 'model': a, 'reference': b, 'world': w, 'measure': m,
-                        'predicted': '>' if sign > 0 else '<', 'diff': g['diff'], 'lo': g['lo'], 'hi': g['hi'],
-                        'scenarios': g['scenarios'], 'verdict': verdict(g['lo'], g['hi'], sign)})
+                        'predicted': {1: '>', -1: '<', 0: ''}[sign], 'diff': g['diff'], 'lo': g['lo'], 'hi': g['hi'],
+                        'scenarios': g['scenarios'], 'verdict': verdict(g['lo'], g['hi'], sign) if sign else 'control'})
     return pd.DataFrame(out)
 
 # %% ../nbs/12d_walkaway.ipynb #wa0021
 def agreement(table: pd.DataFrame) -> pd.DataFrame:
     "Per prediction: the seeds that agree, contradict or leave it unresolved, and the median difference."
-    g = table.groupby(['prediction', 'model', 'reference', 'world', 'measure', 'predicted'], sort=False)
+    keys = ['prediction', 'model', 'reference', 'world', 'measure', 'predicted']
+    g = table[table['prediction'] > 0].groupby(keys, sort=False)
     out = g.agg(seeds=('seed', 'size'), median_diff=('diff', 'median'),
                 agrees=('verdict', lambda v: int((v == 'agrees').sum())),
                 contradicts=('verdict', lambda v: int((v == 'contradicts').sum())),
@@ -129,3 +131,17 @@ def walkaway(profile: str = 'offline', seeds=(0,), no_zopa: float = 0.25, out_di
     for name, df in (('finding_f', table), ('agreement', agreement(table)), ('outcomes', outcomes)):
         df.to_csv(out / f'{name}.csv', index=False, float_format='%.6g')
     return {'dir': out, 'table': table, 'agreement': agreement(table), 'outcomes': outcomes}
+
+# %% ../nbs/12d_walkaway.ipynb #wa0027
+def walkaway_chart(outcomes: pd.DataFrame, title: str = 'Walking away') -> alt.FacetChart:
+    "Deal rate and share of every model in each world (both roles), 95 % CIs over scenarios, by opponent group."
+    long = pd.concat([outcomes.assign(measure=m, value=outcomes[m], lo=outcomes[f'{m}_lo'], hi=outcomes[f'{m}_hi'])
+                      for m in ('deal', 'share')], ignore_index=True).dropna(subset=['value'])
+    order = list(dict.fromkeys(outcomes['model']))
+    x = alt.X('model:N', sort=order, title=None)
+    at = dict(color='group:N', xOffset='group:N')
+    dots = alt.Chart().mark_point(filled=True, size=50).encode(x, y=alt.Y('value:Q', title=None), **at)
+    bars = alt.Chart().mark_rule().encode(x, y='lo:Q', y2='hi:Q', **at)
+    grid = dict(row=alt.Row('measure:N', title=None), column=alt.Column('world:N', title=None))
+    chart = alt.layer(dots, bars, data=long).properties(width=300, height=170).facet(**grid)
+    return chart.resolve_scale(y='independent').properties(title=title)
