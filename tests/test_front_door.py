@@ -1,5 +1,5 @@
 "The repository's front door: its license, its citation, and notebooks light enough to open."
-import re, tomllib
+import json, re, tomllib
 from pathlib import Path
 import yaml
 
@@ -36,3 +36,17 @@ def test_every_notebook_is_light_enough_to_open(root):
     assert len(nbs) > 30
     heavy = {str(p.relative_to(root)): p.stat().st_size for p in nbs if p.stat().st_size > MAX_NOTEBOOK_BYTES}
     assert not heavy, f'notebooks over {MAX_NOTEBOOK_BYTES / 2**20:.0f} MB (draw fewer or smaller images): {heavy}'
+
+def test_the_readme_is_short_and_its_links_lead_somewhere(root):
+    text = (root / 'README.md').read_text()
+    assert len(text.splitlines()) <= 250
+    targets = set(re.findall(r'\]\(([^)#]+)(?:#[^)]*)?\)', text))
+    assert {'nbs/details.ipynb', 'LICENSE', 'CITATION.cff', 'docs/GPU.md'} <= targets
+    assert all((root / t).exists() for t in targets if not t.startswith('http')), targets
+
+def test_the_details_page_keeps_the_recorded_seeds_table(root):
+    "tools/seeds_table.py still writes the table the details page shows, from the recorded seeds."
+    import pandas as pd, seeds_table
+    table = seeds_table.table(pd.read_csv(root / 'data' / 'seeds' / 'offline.csv'))
+    cells = json.loads((root / 'nbs' / 'details.ipynb').read_text())['cells']
+    assert any(table in ''.join(c['source']) for c in cells if c['cell_type'] == 'markdown')
