@@ -13,9 +13,8 @@ FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '-
 SOME = ['index.ipynb', 'details.ipynb', '04_agents.ipynb', '11_plots.ipynb']
 
 @pytest.fixture(scope='module')
-def site(tmp_path_factory, root):
-    sys.path.insert(0, str(root / 'tools'))
-    import docs
+def site(tmp_path_factory):
+    import docs                         # tools/, on the path from conftest
     out = tmp_path_factory.mktemp('site')
     written = docs.build(out, SOME)
     assert {p.name for p in written} == {'index.html', 'details.html', 'agents.html', 'plots.html'}
