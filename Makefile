@@ -11,7 +11,7 @@ export HF_HUB_OFFLINE := 1
 export HF_HUB_DISABLE_TELEMETRY := 1
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
-.PHONY: test reproduce reproduce-seeds venv venv-gpu gpu-wheels gpu-api-check sync-check style-check nbtest pytest bench lab clean
+.PHONY: test reproduce reproduce-seeds venv venv-gpu gpu-wheels gpu-api-check sync-check style-check nbtest pytest bench lab docs clean
 
 $(BIN)/.stamp-$(EXTRAS): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -91,6 +91,12 @@ gpu-api-check: venv
 	-PYTHONPATH=$(GPU_API)/carry/site OMP_NUM_THREADS=1 $(GPU_API)/bin/python tools/gpu_check.py --backend trl \
 	    --steps 1 --grpo-steps 1 --vllm --model $(GPU_API)/inputs/tiny-model --inputs $(GPU_API)/none \
 	    --games 2 --out $(GPU_API)/out --work $(GPU_API)/work --budget 900
+
+## make docs: the documentation site in _docs/ (open _docs/index.html): the index, the details page, every lesson and
+## the experiments, each through nbdev's docs processing, rendered offline by tools/docs.py (nbconvert, from the `dev`
+## extra). nbdev renders with Quarto, whose PyPI package downloads its binary from GitHub while it installs.
+docs: venv
+	OMP_NUM_THREADS=1 $(BIN)/python tools/docs.py --out _docs
 
 ## make lab: the notebooks in JupyterLab, from the project's .venv.
 lab: venv

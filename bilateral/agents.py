@@ -16,8 +16,8 @@ from .core import BilateralError, ConfigError, EndReason
 from .protocol import Brief, Observation, ToolCall
 
 # %% auto #0
-__all__ = ['REGISTRY', 'REGISTERED_BY', 'LOAD_ERRORS', 'Agent', 'AgentStop', 'Opt', 'AgentKind', 'split_spec', 'register_agent',
-           'load_agent_kinds', 'agent_kind', 'check_spec', 'make_agent', 'display_name']
+__all__ = ['REGISTRY', 'REGISTERED_BY', 'LOAD_ERRORS', 'Agent', 'AgentStop', 'Opt', 'AgentKind', 'AgentSpec', 'register_agent',
+           'load_agent_kinds', 'agent_kind', 'parse_spec', 'check_spec', 'make_agent', 'display_name']
 
 # %% ../nbs/04_agents.ipynb #309cefc1
 class Agent:
@@ -120,6 +120,7 @@ class AgentKind:
     short: Callable | None = None   # short(arg) -> the argument as a display name shows it
     value: Opt | None = None        # the argument's type and range, when it is a value (a rate, a step)
     waits: bool = False             # its games wait on something outside (a server, a person), not on the CPU
+    endpoints: Callable | None = None   # endpoints(arg) -> the servers the argument names (None: the kind's default)
 
     def __post_init__(self):
         object.__setattr__(self, 'options', {k: o if isinstance(o, Opt) else Opt(o) for k, o in self.options.items()})
@@ -130,11 +131,25 @@ class AgentKind:
         return self.name + arg + ('[?' + '&'.join(f'{k}=..' for k in self.options) + ']' if self.options else '')
 
 # %% ../nbs/04_agents.ipynb #15fa4f22
-def split_spec(spec: str) -> tuple[str, str, str | None]:
-    "(name, argument, query or None) of a spec `NAME[:ARG][?QUERY]`."
-    head, q, query = str(spec).partition('?')
-    name, _, arg = head.partition(':')
-    return name, arg, query if q else None
+@dataclass(frozen=True)
+class AgentSpec:
+    "An agent spec `NAME[:ARG][?OPTION=VALUE&...]` as one value: its kind, argument, typed options and endpoints."
+    text: str                       # the spec as written: the agent's name in stores, tables and transcripts
+    kind: str                       # the kind's name: what comes before the first `:`
+    arg: str | None = None          # what follows `NAME:`, None when nothing does
+    query: str | None = None        # what follows `?`, as written; None without a `?`
+    options: dict | None = None     # the typed options; None until `parse_spec` has checked the spec against its kind
+    endpoints: tuple = ()           # the servers the argument names (`openai:MODEL@URL|URL`); (None,): the default one
+
+    def __str__(self): return self.text
+
+    @classmethod
+    def split(cls, spec: str | AgentSpec) -> AgentSpec:
+        "The spec cut into its parts as written, not yet checked against its kind."
+        if isinstance(spec, AgentSpec): return cls(spec.text, spec.kind, spec.arg, spec.query)
+        head, q, query = str(spec).partition('?')
+        name, _, arg = head.partition(':')
+        return cls(str(spec), name, arg or None, query if q else None)
 
 # %% ../nbs/04_agents.ipynb #7b695319
 def _options(kind: AgentKind, spec: str, query: str) -> dict:
@@ -149,16 +164,18 @@ def _options(kind: AgentKind, spec: str, query: str) -> dict:
 
 # %% ../nbs/04_agents.ipynb #12f109d4
 @patch
-def parse(self: AgentKind, spec: str) -> tuple[str | None, dict]:
-    "(argument or None, typed options) of a spec of this kind; `ConfigError` naming what is wrong."
-    _, arg, query = split_spec(spec)
+def parse(self: AgentKind, spec: str | AgentSpec) -> AgentSpec:
+    "The spec read as one of this kind: argument, typed options, endpoints; `ConfigError` naming what is wrong."
+    s = AgentSpec.split(spec)
+    spec, arg, query = s.text, s.arg, s.query
     if arg and not self.arg:
         raise ConfigError(f'agent {self.name} takes no argument, got {spec!r}; spec: {self.usage()}')
     if self.needs_arg and not arg: raise ConfigError(f'agent {self.name} needs an argument: {self.usage()}')
     if query is not None and not self.options:
         raise ConfigError(f'agent {self.name} takes no options, got {spec!r}')
     if arg and self.value is not None: self.value.read(self.arg, arg)
-    return arg or None, _options(self, spec, query or '')
+    eps = tuple(self.endpoints(arg)) if self.endpoints else ()
+    return AgentSpec(spec, self.name, arg, query, _options(self, spec, query or ''), eps)
 
 # %% ../nbs/04_agents.ipynb #b9435aeb
 def _display(name: str, arg: str, short: Callable | None, width: int) -> str:
@@ -167,9 +184,9 @@ def _display(name: str, arg: str, short: Callable | None, width: int) -> str:
 
 # %% ../nbs/04_agents.ipynb #b9194775
 @patch
-def display(self: AgentKind, spec: str, width: int = 22) -> str:
+def display(self: AgentKind, spec: str | AgentSpec, width: int = 22) -> str:
     "A short display name for a spec of this kind: options dropped, a long argument shortened by the kind."
-    return _display(self.name, split_spec(spec)[1], self.short, width)
+    return _display(self.name, AgentSpec.split(spec).arg or '', self.short, width)
 
 # %% ../nbs/04_agents.ipynb #a784defd
 REGISTRY: dict[str, AgentKind] = {}
@@ -195,34 +212,38 @@ def load_agent_kinds() -> dict[str, AgentKind]:
     return REGISTRY
 
 # %% ../nbs/04_agents.ipynb #bc910f65
-def agent_kind(spec: str) -> AgentKind:
+def agent_kind(spec: str | AgentSpec) -> AgentKind:
     "The registered kind of a spec (`ConfigError` for an unknown name)."
-    name = split_spec(spec)[0]
+    name = AgentSpec.split(spec).kind
     if name not in REGISTRY: load_agent_kinds()
     if name in REGISTRY: return REGISTRY[name]
     broken = ''.join(f'; could not load {m} ({why})' for m, why in LOAD_ERRORS.items())
     raise ConfigError(f"unknown agent {str(spec)!r}; known: {', '.join(sorted(REGISTRY))}{broken}")
 
+# %% ../nbs/04_agents.ipynb #f3218103
+def parse_spec(spec: str | AgentSpec) -> AgentSpec:
+    "A spec read against its registered kind (typed options, endpoints); `ConfigError` naming what is wrong."
+    if isinstance(spec, AgentSpec) and spec.options is not None: return spec
+    return agent_kind(spec).parse(spec)
+
 # %% ../nbs/04_agents.ipynb #607425df
-def check_spec(spec: str) -> str:
+def check_spec(spec: str | AgentSpec) -> str:
     "A spec checked against its kind's grammar without building an agent; returned as it is."
-    agent_kind(spec).parse(str(spec))
-    return str(spec)
+    return parse_spec(spec).text
 
 # %% ../nbs/04_agents.ipynb #3cafb2c3
-def make_agent(spec: str | Agent) -> Agent:
+def make_agent(spec: str | AgentSpec | Agent) -> Agent:
     "A fresh agent from a spec such as `boulware` or `random:0.2` (an `Agent` passes through)."
     if isinstance(spec, Agent): return spec
-    kind = agent_kind(spec)
-    arg, opts = kind.parse(str(spec))
-    try: agent = kind.factory(arg, **opts)
-    except (ValueError, TypeError) as e: raise ConfigError(f'bad argument in agent spec {spec!r}: {e}') from None
-    agent.name = str(spec)
+    s = parse_spec(spec)
+    try: agent = agent_kind(s).factory(s.arg, **s.options)
+    except (ValueError, TypeError) as e: raise ConfigError(f'bad argument in agent spec {s.text!r}: {e}') from None
+    agent.name = s.text
     return agent
 
 # %% ../nbs/04_agents.ipynb #c88d1c1f
-def display_name(spec: str, width: int = 22) -> str:
+def display_name(spec: str | AgentSpec, width: int = 22) -> str:
     "A short display name for any spec; a name no kind knows is shown as it is, without options."
-    name, arg, _ = split_spec(spec)
-    kind = REGISTRY.get(name) or load_agent_kinds().get(name)
-    return _display(name, arg, kind.short if kind else None, width)
+    s = AgentSpec.split(spec)
+    kind = REGISTRY.get(s.kind) or load_agent_kinds().get(s.kind)
+    return _display(s.kind, s.arg or '', kind.short if kind else None, width)

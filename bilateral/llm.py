@@ -652,7 +652,8 @@ def info(self: OpenAIAgent) -> dict:
 
 # %% ../nbs/06_llm.ipynb #3c96cf72
 register_agent('openai', OpenAIAgent, 'any OpenAI-compatible endpoint', arg='MODEL[@BASE_URL]', needs_arg=True,
-               options=OPTIONS, short=lambda a: a.partition('@')[0].rstrip('/').rsplit('/', 1)[-1], waits=True)
+               options=OPTIONS, short=lambda a: a.partition('@')[0].rstrip('/').rsplit('/', 1)[-1], waits=True,
+               endpoints=lambda a: base_urls(split_model(a)[1]))
 
 # %% ../nbs/06_llm.ipynb #1790fbb3
 def replica_requests(run_dir: str | Path) -> dict:

@@ -16,9 +16,10 @@ from .engine import offers
 from .metrics import role_table, aggregate, MIN_SCENARIOS
 
 # %% auto #0
-__all__ = ['BANDS', 'ROLE_ORDER', 'ZOPA_ORDER', 'FIGURES', 'PATHS_NOTE', 'save_chart', 'offers_frame', 'price_path_chart',
-           'path_games', 'agent_order', 'leaderboard_chart', 'tier_chart', 'tier_by_opponents', 'concession_curves',
-           'concession_chart', 'deal_rate_chart', 'learning_curve_chart', 'RunData', 'Figure', 'figure', 'draw_figures']
+__all__ = ['BANDS', 'ROLE_ORDER', 'ZOPA_ORDER', 'CURVE_MEASURES', 'FIGURES', 'PATHS_NOTE', 'save_chart', 'offers_frame',
+           'price_path_chart', 'path_games', 'agent_order', 'leaderboard_chart', 'tier_chart', 'tier_by_opponents',
+           'concession_curves', 'concession_chart', 'deal_rate_chart', 'learning_curve_chart', 'curves_frame',
+           'learning_curves_chart', 'RunData', 'Figure', 'figure', 'draw_figures']
 
 # %% ../nbs/11_plots.ipynb #5f496132
 def save_chart(chart: alt.TopLevelMixin, stem: str | Path, scale: float = 2.0) -> dict:
@@ -217,6 +218,39 @@ def learning_curve_chart(log: list[dict], title: str = 'GRPO') -> alt.VConcatCha
     panels = [base.mark_line(point=True).encode(y=alt.Y(f'{k}:Q', title=t), tooltip=['step', k])
               for k, t in (('deal_rate', 'deal rate'), ('invalid_calls', 'invalid calls a game')) if k in df]
     return alt.vconcat(reward.properties(title=title), *panels)
+
+# %% ../nbs/11_plots.ipynb #29ba9af9
+CURVE_MEASURES = {'reward': 'mean reward', 'deal_rate': 'deal rate', 'invalid_calls': 'invalid calls a game'}
+
+def curves_frame(logs: dict[str, list[dict]]) -> pd.DataFrame:
+    "GRPO logs by run label as one long table: run, step, measure, value, and the reward's band (lo, hi)."
+    frames = []
+    for run, log in logs.items():
+        df = pd.DataFrame(log).reset_index(names='i')
+        df['step'] = df['step'] if 'step' in df else df['i'] + 1
+        for k, m in CURVE_MEASURES.items():
+            if k not in df: continue
+            band = k == 'reward' and 'reward_std' in df
+            frames.append(pd.DataFrame({'run': run, 'step': df['step'], 'measure': m, 'value': df[k],
+                                        'lo': df[k] - df['reward_std'] if band else None,
+                                        'hi': df[k] + df['reward_std'] if band else None}))
+    return pd.concat(frames, ignore_index=True)
+
+# %% ../nbs/11_plots.ipynb #b6e8a48c
+def learning_curves_chart(logs: dict[str, list[dict]], title: str = 'GRPO runs', width: int = 170,
+                          height: int = 55) -> alt.FacetChart:
+    "Every run's `learning_curve_chart` in one faceted chart: a row per run (its label's lines), a column per measure."
+    df = curves_frame(logs)
+    base = alt.Chart().encode(x=alt.X('step:Q', title='step'))
+    band = base.mark_area(opacity=0.25).encode(y='lo:Q', y2='hi:Q')
+    line = base.mark_line(point=alt.OverlayMarkDef(size=6)).encode(y=alt.Y('value:Q', title=None),
+                                                                 tooltip=['run', 'step', 'value'])
+    row = alt.Row('run:N', sort=list(logs), title=None,
+                  header=alt.Header(labelAngle=0, labelAlign='left', labelExpr="split(datum.value, '\\n')"))
+    col = alt.Column('measure:N', sort=list(CURVE_MEASURES.values()), title=None,
+                     header=alt.Header(labelFontWeight='bold', labelFontSize=12))
+    return alt.layer(band, line, data=df).properties(width=width, height=height).facet(
+        row=row, column=col, title=title).resolve_scale(y='independent')
 
 # %% ../nbs/11_plots.ipynb #2872c8d0
 @dataclass

@@ -21,7 +21,7 @@ from .scenarios import sample_scenarios, default_catalogue, value_model, DEFAULT
 from .protocol import Rules
 from .core import dumps
 import bilateral
-from .agents import REGISTERED_BY, agent_kind, make_agent, split_spec
+from .agents import REGISTERED_BY, AgentSpec, agent_kind, make_agent, parse_spec
 from .play import GameResult, play_game, run_sync
 from .metrics import game_row
 from .store import Store, encode_game, run_lock
@@ -291,7 +291,7 @@ def available_cores() -> int:
     except AttributeError: return os.cpu_count() or 1
 
 # %% ../nbs/09_tournament.ipynb #d462b6f2
-def _portable(agent: str) -> bool:
+def _portable(agent: str | AgentSpec) -> bool:
     "Whether a fresh process knows `agent`'s kind: one that a module of the `bilateral.agents` entry points registers."
     modules = {ep.module for ep in entry_points(group='bilateral.agents')}
     return bool(REGISTERED_BY.get(agent_kind(agent).name, set()) & modules)
@@ -315,10 +315,10 @@ def _check_workers(spec: TournamentSpec, workers: int, agent_limits: dict | None
         raise ConfigError(f'workers must be 1 to {MAX_WORKERS}, got {workers!r}')
     if workers == 1: return
     if agent_limits: raise ConfigError('agent limits cap games across the whole run: they need workers=1')
-    for a in spec.agents:
-        if split_spec(a)[0] == 'human': raise ConfigError('a person plays at this terminal: use workers=1')
+    for a in map(parse_spec, spec.agents):
+        if a.kind == 'human': raise ConfigError('a person plays at this terminal: use workers=1')
         if not _portable(a):
-            raise ConfigError(f'agent {a!r} is registered at run time ({agent_kind(a).factory.__module__}), so a '
+            raise ConfigError(f'agent {a.text!r} is registered at run time ({agent_kind(a).factory.__module__}), so a '
                               'worker process does not know it: declare its module as a `bilateral.agents` entry '
                               'point, or use workers=1')
 

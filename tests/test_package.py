@@ -1,11 +1,12 @@
 "The wheel works without a checkout; the README is the rendered index notebook."
-import json, os, subprocess, sys
+import json, os, subprocess, sys, zipfile
 
 def test_wheel_runs_without_checkout(root, tmp_path):
     "Build the wheel, install it (no deps) into a fresh folder and play a game from outside the checkout."
     subprocess.run([sys.executable, '-m', 'build', '--wheel', '--outdir', str(tmp_path / 'dist'), str(root)],
                    check=True, capture_output=True, timeout=300)
     wheel = next((tmp_path / 'dist').glob('bilateral-*.whl'))
+    assert any(n.endswith('.dist-info/licenses/LICENSE') for n in zipfile.ZipFile(wheel).namelist())   # Apache-2.0
     target = tmp_path / 'site'
     subprocess.run([sys.executable, '-m', 'pip', 'install', '--no-deps', '--no-index', '--target', str(target),
                     str(wheel)], check=True, capture_output=True, timeout=300)

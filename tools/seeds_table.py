@@ -1,5 +1,5 @@
-"""The README's training table from the recorded seeds (data/seeds/offline.csv): each cell the median over seeds and,
-in brackets, the range (lowest–highest seed).
+"""The training table of the details page (nbs/details.ipynb) from the recorded seeds (data/seeds/offline.csv): each
+cell the median over seeds and, in brackets, the range (lowest–highest seed).
 
     python tools/seeds_table.py [SEEDS_CSV]"""
 import sys
