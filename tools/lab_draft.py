@@ -235,7 +235,7 @@ class PersonSeat:
         self.lab, self.code, self.game_id, self.k = lab, code, game_id, k
         self.name = f'human:{code}'
         self.actions: asyncio.Queue = asyncio.Queue()
-        self.sent, self.n, self.view = {}, 0, None
+        self.sent, self.n, self.view, self.clock = {}, 0, None, lambda: 0.0
 
     async def start(self, brief):
         self.brief, self.view = brief, View(self.game_id, self.k, brief)
@@ -244,8 +244,11 @@ class PersonSeat:
                              max_wait=brief.rules.deadline)
         self.push()
 
-    def push(self):
-        self.lab.show(self.code, dict(self.view.d))
+    def snapshot(self) -> dict:
+        "The view as sent now: with the wall clock's reading, from which the page runs its clock on."
+        return {**self.view.d, 'clock': round(min(self.clock(), self.view.d['deadline']), 2)}
+
+    def push(self): self.lab.show(self.code, self.snapshot())
 
 # %% export
 @patch
@@ -311,6 +314,8 @@ async def play_live(lab, game_id: str, k: dict, scenario, seats: dict, seed: int
         if isinstance(a, PersonSeat): lab.seats[a.code] = a
     t0 = time.monotonic()
     clock = lambda: time.monotonic() - t0
+    for a in agents.values():
+        if isinstance(a, PersonSeat): a.clock = clock
     for r, a in agents.items():
         try: await a.start(eng.brief(r))
         except Exception as e: _failed(eng, r, e, failure)
@@ -446,6 +451,7 @@ def state(self: Lab, code: str) -> dict:
         return {'stage': 'instructions', 'text': s.instructions, 'deadline': s.deadline, 'games': s.games,
                 'fee': s.fee, 'rate': s.rate, 'quiz': [{'q': q, 'options': o} for q, o, _ in QUIZ], 'wrong': wrong}
     if st == 'done': return self.payoff_page(code)
+    if (seat := self.seats.get(code)) and seat.view: return seat.snapshot()
     return self.last.get(code) or {'stage': 'waiting'}
 
 # %% export
@@ -639,7 +645,8 @@ def serve(d: str | Path, session: Session | None = None, host: str = '127.0.0.1'
         out(f"resumed: {r['done']} game(s) found stored, {r['interrupted']} cut off by the restart (not scored)")
     out(f'admin: {base}/admin?token={admin_token(lab.con)}')
     for code, link in links(lab.con, base): out(f'{code}: {link}')
-    try: uvicorn.run(make_app(lab, base), host=host, port=port, log_level='warning', ws='auto')
+    try: uvicorn.run(make_app(lab, base), host=host, port=port, log_level='warning', ws='auto',
+                    timeout_graceful_shutdown=5)
     finally: lab.close()
 
 # %% md

@@ -152,7 +152,7 @@ function tick() {   // the clock runs on between messages at wall-clock pace, as
   const c = document.getElementById('clock');
   if (!c || !state || state.stage !== 'game') return;
   const live = state.over ? 0 : (performance.now() - got) / 1000;
-  const now = Math.min(state.deadline, state.now + live);
+  const now = Math.min(state.deadline, (state.clock ?? state.now) + live);
   c.textContent = `Clock: ${now.toFixed(0)} s of ${state.deadline} s (${Math.max(0, state.deadline - now).toFixed(0)} s left)`;
 }
 setInterval(tick, 250);
