@@ -1,5 +1,4 @@
-"""A browser lab: sessions of human participants who bargain against agents or each other, with consent, a
-comprehension check, payoffs, and the same store as a tournament.
+"""People in browsers bargain against agents or each other: consent, a comprehension check, payoffs, one store.
 
 Docs: https://github.com/bilateral-dev/bilateral/lab.html.md"""
 
@@ -27,7 +26,7 @@ __all__ = ['HUMAN', 'CONSENT', 'INSTRUCTIONS', 'LAB_SCHEMA', 'LAB_FILE', 'QUIZ',
            'close_game', 'Lab', 'asset', 'page', 'admin_html', 'make_app', 'serve', 'export_rows', 'export_csv',
            'cmd_lab', 'add_lab']
 
-# %% ../nbs/16_lab.ipynb #3fc066c8
+# %% ../nbs/16_lab.ipynb #65c6716e
 HUMAN = 'human'   # the opponent of a treatment whose participants the server matches with each other
 
 @dataclass(frozen=True)
@@ -37,7 +36,6 @@ class Treatment:
     role: str              # 'buyer', 'seller', or 'random' (drawn per participant; per game for two participants)
     opponent: str          # an agent spec, or 'human': another participant of this treatment
 
-# %% ../nbs/16_lab.ipynb #a4638602
 def parse_treatment(text: str) -> Treatment:
     "`N:ROLE:OPPONENT`, e.g. `2:random:human` or `1:buyer:boulware`; `ConfigError` naming what is wrong."
     parts = text.split(':', 2)
@@ -52,7 +50,7 @@ def parse_treatment(text: str) -> Treatment:
     if opp != HUMAN: make_agent(opp).check()
     return Treatment(n, role, opp)
 
-# %% ../nbs/16_lab.ipynb #2fd7b610
+# %% ../nbs/16_lab.ipynb #61be362a
 CONSENT = ('This is a study of bargaining. You will trade an item with a counterpart, in your browser, for a few '
            'minutes per game. You are paid a show-up fee plus an amount that grows with the surplus of your deals. '
            'We record your moves and messages under a code, never your name. You may stop at any time.')
@@ -63,6 +61,7 @@ INSTRUCTIONS = ('You are a buyer or a seller of one item. A buyer has a private 
                 'Your surplus is value minus price for a buyer, price minus cost for a seller; without a deal it is 0. '
                 'The clock runs in real time: when it reaches the deadline, the game ends without a deal.')
 
+# %% ../nbs/16_lab.ipynb #b249e0f8
 @dataclass(frozen=True)
 class Session:
     "What a researcher fixes for one session of the lab."
@@ -83,7 +82,7 @@ class Session:
             raise ConfigError(f'games >= 1, deadline > 0, fee >= 0, rate >= 0, leave_after > 0: {self}')
         if not self.treatments: raise ConfigError('a session needs at least one treatment')
 
-# %% ../nbs/16_lab.ipynb #8fdd8ed6
+# %% ../nbs/16_lab.ipynb #497c3e1f
 def session_json(s: Session) -> dict:
     "A session as plain JSON (stored with the session, so that a restart resumes it)."
     return {**asdict(s), 'treatments': [asdict(t) for t in s.treatments]}
@@ -91,7 +90,7 @@ def session_json(s: Session) -> dict:
 def session_from_json(d: dict) -> Session:
     return Session(**{**d, 'treatments': tuple(Treatment(**t) for t in d['treatments'])})
 
-# %% ../nbs/16_lab.ipynb #0433d1b5
+# %% ../nbs/16_lab.ipynb #ab077862
 def surplus(role: Role, reservation: int, price: int | None) -> int:
     "A party's surplus in cents: value - price for the buyer, price - cost for the seller, 0 without a deal."
     if price is None: return 0
@@ -101,7 +100,7 @@ def payoff(s: Session, surpluses: list) -> float:
     "The fee plus `rate` money per dollar of surplus over the scored games; never below 0."
     return round(max(0.0, s.fee + s.rate * sum(surpluses) / 100), 2)
 
-# %% ../nbs/16_lab.ipynb #c640b43a
+# %% ../nbs/16_lab.ipynb #e1aff9bb
 LAB_SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS participants (
@@ -121,7 +120,7 @@ def open_lab(d: Path) -> sqlite3.Connection:
     con.executescript(LAB_SCHEMA)
     return con
 
-# %% ../nbs/16_lab.ipynb #34a6d6ed
+# %% ../nbs/16_lab.ipynb #c33a766d
 def _code(i: int, total: int) -> str: return f'P{i + 1:0{max(2, len(str(total)))}d}'
 
 def _role_of(s: Session, t: Treatment, code: str) -> str:
@@ -129,6 +128,7 @@ def _role_of(s: Session, t: Treatment, code: str) -> str:
     if t.role != 'random' or t.opponent == HUMAN: return t.role
     return ('buyer', 'seller')[derive_seed(s.seed, 'role', code) % 2]
 
+# %% ../nbs/16_lab.ipynb #2379d7e6
 def create_session(d: Path, s: Session) -> sqlite3.Connection:
     "Write a new session into `d` (or check that `d` holds this one): its participants, tokens and admin token."
     con = open_lab(d)
@@ -151,7 +151,7 @@ def create_session(d: Path, s: Session) -> sqlite3.Connection:
                 i += 1
     return con
 
-# %% ../nbs/16_lab.ipynb #1a2b804d
+# %% ../nbs/16_lab.ipynb #dee0211d
 def load_session(con: sqlite3.Connection) -> Session:
     row = con.execute("SELECT value FROM meta WHERE key='session'").fetchone()
     if not row: raise ConfigError('no lab session here: start one with `bilateral lab run DIR --treatment ...`')
@@ -163,7 +163,7 @@ def links(con, base: str) -> list[tuple[str, str]]:
     "(code, link) of every participant: one unguessable link each."
     return [(c, f'{base}/p/{t}') for c, t in con.execute('SELECT code, token FROM participants ORDER BY code')]
 
-# %% ../nbs/16_lab.ipynb #4f17991d
+# %% ../nbs/16_lab.ipynb #706eadcd
 QUIZ = [('If the other side accepts your standing offer, is the deal at your price?', ['yes', 'no'], 'yes'),
         ('A buyer values the item at $100 and buys it at $80. What is the buyer\'s surplus?',
          ['$20', '$80', '$180'], '$20'),
@@ -175,8 +175,10 @@ def grade(answers: list) -> list[int]:
     answers = list(answers) + [None] * len(QUIZ)
     return [i for i, (q, opts, right) in enumerate(QUIZ) if answers[i] != right]
 
-# %% ../nbs/16_lab.ipynb #e061aeb4
-def _dollars(x) -> str: return fmt_money(round(x * 100))
+# %% ../nbs/16_lab.ipynb #64e5cf37
+_MINE = {'make_offer': 'offer', 'send_message': 'message', 'accept_offer': 'accept', 'reject_offer': 'reject',
+         'quit_negotiation': 'quit'}
+_TEXT = {'make_offer': 'note', 'send_message': 'text', 'reject_offer': 'reason'}
 
 def error_text(res: dict) -> str:
     "A rejected call's error code as readable text, with the engine's message."
@@ -188,11 +190,7 @@ def _event(who: str, a: dict) -> dict:
     return {'who': who, 't': a.get('t'), 'action': a['action'], 'price': a.get('price'),
             'offer_id': a.get('offer_id'), 'text': a.get('text', '')}
 
-# %% ../nbs/16_lab.ipynb #0513aaa5
-_MINE = {'make_offer': 'offer', 'send_message': 'message', 'accept_offer': 'accept', 'reject_offer': 'reject',
-         'quit_negotiation': 'quit'}
-_TEXT = {'make_offer': 'note', 'send_message': 'text', 'reject_offer': 'reason'}
-
+# %% ../nbs/16_lab.ipynb #a0a686db
 class View:
     "A participant's view of one game, built from what their seat observes and nothing else."
     def __init__(self, game_id: str, k: int, brief):
@@ -205,24 +203,24 @@ class View:
                   'deadline': b.rules.deadline, 'now': 0.0, 'time_left': b.rules.deadline, 'your_offer': None,
                   'their_offer': None, 'history': [], 'errors': [], 'your_turn': False, 'over': None}
 
-# %% ../nbs/16_lab.ipynb #f3ee2607
 @patch
-def observe(self: View, obs, sent: dict):
-    "Take in an observation: the results of the calls `sent` (by call id) and the newest state report."
+def observe(self: View, obs, sent: dict, at: float | None = None):
+    "Take in an observation: the results of the calls `sent` at `at` (by call id) and the newest state report."
     d = self.d
     d['errors'] = []
     for r in obs.results:
         c, call = r.content or {}, sent.get(r.call_id)
         if c.get('ok') is False: d['errors'].append({'tool': r.name, 'text': error_text(c)})
         elif call is not None and r.name in _MINE:
-            a = {'action': _MINE[r.name], 't': d['now'], 'price': c.get('price'), 'offer_id': c.get('offer_id')}
+            t = d['now'] if at is None else round(at, 2)
+            a = {'action': _MINE[r.name], 't': t, 'price': c.get('price'), 'offer_id': c.get('offer_id')}
             d['history'].append(_event('you', {**a, 'text': call.arguments.get(_TEXT.get(r.name), '')}))
     if (st := obs.latest):
         d['history'] += [_event('them', a) for a in st.get('opponent_actions', [])]
         d.update(now=st['now'], time_left=st['time_left'], your_offer=st.get('your_offer'),
                  their_offer=st.get('their_offer'))
 
-# %% ../nbs/16_lab.ipynb #cae2f74b
+# %% ../nbs/16_lab.ipynb #799d759c
 class PersonSeat:
     "The seat of one participant in one game: hands the browser each observation and waits for an action."
     messages = None
@@ -231,7 +229,7 @@ class PersonSeat:
         self.lab, self.code, self.game_id, self.k = lab, code, game_id, k
         self.name = f'human:{code}'
         self.actions: asyncio.Queue = asyncio.Queue()
-        self.sent, self.n, self.view, self.clock = {}, 0, None, lambda: 0.0
+        self.sent, self.sent_at, self.n, self.view, self.clock = {}, None, 0, None, lambda: 0.0
 
     async def start(self, brief):
         self.brief, self.view = brief, View(self.game_id, self.k, brief)
@@ -246,7 +244,7 @@ class PersonSeat:
 
     def push(self): self.lab.show(self.code, self.snapshot())
 
-# %% ../nbs/16_lab.ipynb #ef98dc7f
+# %% ../nbs/16_lab.ipynb #4f1f6f0f
 @patch
 def _calls(self: PersonSeat, msg: dict) -> list[ToolCall] | None:
     "The calls one browser action stands for: the tool, then a wait for the reply where asked and the call is valid."
@@ -261,11 +259,11 @@ def _calls(self: PersonSeat, msg: dict) -> list[ToolCall] | None:
         calls.append(ToolCall('wait_for_response', {}, f'h{self.n}'))
     return calls
 
-# %% ../nbs/16_lab.ipynb #d8ef46be
+# %% ../nbs/16_lab.ipynb #600680a8
 @patch
 async def decide(self: PersonSeat, obs, clock, deadline: float) -> tuple[list, float]:
     "(calls, when): the person's next batch and the wall-clock second it came; a leave or the deadline decides too."
-    self.view.observe(obs, self.sent)
+    self.view.observe(obs, self.sent, self.sent_at)
     self.view.d['your_turn'] = True
     while not self.actions.empty(): self.actions.get_nowait()     # nothing clicked before this turn counts
     self.push()
@@ -279,26 +277,28 @@ async def decide(self: PersonSeat, obs, clock, deadline: float) -> tuple[list, f
                 return [ToolCall('quit_negotiation', {}, 'lab:left')], now
             continue
         if (calls := self._calls(msg)):
-            self.sent = {c.id: c for c in calls}
+            self.sent, self.sent_at = {c.id: c for c in calls}, now
             self.view.d['your_turn'] = False
             self.push()
             return calls, now
 
-# %% ../nbs/16_lab.ipynb #b23cd16a
+# %% ../nbs/16_lab.ipynb #3adb6cd9
 @patch
 async def finish(self: PersonSeat, obs):
     "The last observation: the outcome and this participant's surplus (shown once the game is stored)."
-    self.view.observe(obs, self.sent)
-    o = (obs.latest or {}).get('game_over') or {}
+    self.view.observe(obs, self.sent, self.sent_at)
+    if (o := (obs.latest or {}).get('game_over')) is None and (seen := self.view.d['over']):
+        return round(seen['surplus'] * 100)                   # told already
+    o = o or {}
     price = None if o.get('price') is None else round(o['price'] * 100)
     s = surplus(self.brief.role, self.brief.reservation, price if o.get('deal') else None)
     reason = EndReason(o.get('reason', 'agent_error'))
     self.view.d.update(your_turn=False, over={**o, 'surplus': s / 100, 'scored': reason.scored})
     return s
 
-# %% ../nbs/16_lab.ipynb #252bd4b7
+# %% ../nbs/16_lab.ipynb #b09d9a87
 async def play_live(lab, game_id: str, k: dict, scenario, seats: dict, seed: int):
-    "Play one game at wall-clock pace: each turn is handed out when the wall clock reaches the engine's time."
+    "Play one game at wall-clock pace: each turn, and the end, come when the wall clock reaches the engine's time."
     s = lab.session
     eng, failure = Engine(scenario, Rules(deadline=s.deadline), seed), {}
     agents = {r: (PersonSeat(lab, x[6:], game_id, k[r]) if x.startswith('human:') else make_agent(x))
@@ -323,9 +323,10 @@ async def play_live(lab, game_id: str, k: dict, scenario, seats: dict, seed: int
             break
         if eng.done: break
         eng.submit(role, calls, at=at)
+    if eng.outcome and (ahead := eng.outcome.t - clock()) > 0 and not failure: await asyncio.sleep(ahead)
     return eng, agents, failure
 
-# %% ../nbs/16_lab.ipynb #84c47bce
+# %% ../nbs/16_lab.ipynb #aa85fc81
 async def close_game(eng, agents, failure):
     "Let every seat see the end; the game's result and each person's surplus."
     gains = {}
@@ -340,7 +341,14 @@ async def close_game(eng, agents, failure):
     info = {r.value: i for r, a in agents.items() if (i := getattr(a, 'info', lambda: None)()) is not None}
     return eng.result(names, msgs, info, failure), gains
 
-# %% ../nbs/16_lab.ipynb #65117d37
+# %% ../nbs/16_lab.ipynb #3b29b463
+def _gains(t: dict) -> tuple:
+    "(buyer, seller) surplus in cents of a stored transcript."
+    sc, o = t['scenario'], t['outcome']
+    price = round(o['price'] * 100) if o.get('deal') else None
+    return surplus(Role.BUYER, sc['buyer_value'], price), surplus(Role.SELLER, sc['seller_cost'], price)
+
+# %% ../nbs/16_lab.ipynb #7ac97573
 class Lab:
     "A session's live state: who is connected, who waits for a partner, the games in play; all of it in one loop."
     def __init__(self, d: str | Path, session: Session | None = None):
@@ -349,19 +357,12 @@ class Lab:
         self.con = create_session(self.dir, session) if session else open_lab(self.dir)
         self.session, self.store = load_session(self.con), Store(self.dir)
         self.seats, self.socks, self.gone, self.last, self.queue, self.tasks = {}, {}, {}, {}, [], set()
-        self.resumed = self.resume()
 
     def close(self):
         self.store.close()
         self.con.close()
 
-# %% ../nbs/16_lab.ipynb #8717468d
-def _gains(t: dict) -> tuple:
-    "(buyer, seller) surplus in cents of a stored transcript."
-    sc, o = t['scenario'], t['outcome']
-    price = round(o['price'] * 100) if o.get('deal') else None
-    return surplus(Role.BUYER, sc['buyer_value'], price), surplus(Role.SELLER, sc['seller_cost'], price)
-
+# %% ../nbs/16_lab.ipynb #0180cf6b
 @patch
 def _done(self: Lab, gid: str, t: dict):
     "Mark a stored game done in the lab's file, with its end and both surpluses."
@@ -370,7 +371,6 @@ def _done(self: Lab, gid: str, t: dict):
     self.con.execute("UPDATE lab_games SET status='done', ended_at=?, reason=?, price=?, buyer_surplus=?, "
                      'seller_surplus=? WHERE game_id=?', (time.time(), o['reason'], o.get('price'), b, s, gid))
 
-# %% ../nbs/16_lab.ipynb #40d78db6
 @patch
 def resume(self: Lab) -> dict:
     "After a restart: a game the store holds is done; one it lacks was cut off: recorded as unplayed, never scored."
@@ -389,7 +389,7 @@ def resume(self: Lab) -> dict:
         out['interrupted'] += 1
     return out
 
-# %% ../nbs/16_lab.ipynb #8d9ab42a
+# %% ../nbs/16_lab.ipynb #2b81e683
 @patch
 def participant(self: Lab, code: str) -> dict:
     cur = self.con.execute('SELECT * FROM participants WHERE code=?', (code,))
@@ -405,7 +405,7 @@ def _set(self: Lab, code: str, **kw):
     cols = ', '.join(f'{k}=?' for k in kw)
     self.con.execute(f'UPDATE participants SET {cols} WHERE code=?', (*kw.values(), code))
 
-# %% ../nbs/16_lab.ipynb #d2eadede
+# %% ../nbs/16_lab.ipynb #60bdbfaf
 @patch
 def games_of(self: Lab, code: str) -> list[dict]:
     "A participant's games in the lab, in order: id, index, role, status, reason, surplus in cents."
@@ -419,7 +419,7 @@ def games_of(self: Lab, code: str) -> list[dict]:
                     'scored': st == 'done' and EndReason(reason).scored})
     return out
 
-# %% ../nbs/16_lab.ipynb #690dc991
+# %% ../nbs/16_lab.ipynb #50e9aef4
 @patch
 def payoff_page(self: Lab, code: str) -> dict:
     "The payoff page: each scored game's surplus, the fee, the rate, and the payoff."
@@ -428,7 +428,7 @@ def payoff_page(self: Lab, code: str) -> dict:
             'games': [{'k': i + 1, 'role': g['role'], 'reason': g['reason'], 'price': g['price'],
                        'surplus': g['surplus'] / 100} for i, g in enumerate(games)]}
 
-# %% ../nbs/16_lab.ipynb #539ddf0f
+# %% ../nbs/16_lab.ipynb #d8018a53
 @patch
 def state(self: Lab, code: str) -> dict:
     "What participant `code` sees now."
@@ -444,7 +444,7 @@ def state(self: Lab, code: str) -> dict:
     if (seat := self.seats.get(code)) and seat.view: return seat.snapshot()
     return self.last.get(code) or {'stage': 'waiting'}
 
-# %% ../nbs/16_lab.ipynb #8175af3c
+# %% ../nbs/16_lab.ipynb #2c1e6cf8
 @patch
 def show(self: Lab, code: str, state: dict):
     "Remember `state` as what `code` sees, and send it to each of their open pages."
@@ -456,11 +456,11 @@ def show(self: Lab, code: str, state: dict):
 
 @patch
 def away(self: Lab, code: str) -> float:
-    "Seconds since `code`'s last page closed (0 while one is open)."
-    if self.socks.get(code): return 0.0
-    return time.monotonic() - self.gone.get(code, time.monotonic())
+    "Seconds since `code`'s last page closed (0 while one is open, or none was open since the server started)."
+    if self.socks.get(code) or code not in self.gone: return 0.0
+    return time.monotonic() - self.gone[code]
 
-# %% ../nbs/16_lab.ipynb #e4cfd2af
+# %% ../nbs/16_lab.ipynb #1a3f200d
 @patch
 def connect(self: Lab, code: str, ws):
     self.socks.setdefault(code, set()).add(ws)
@@ -479,7 +479,7 @@ def disconnect(self: Lab, code: str, ws):
             self.queue.remove(code)
             self.last.pop(code, None)
 
-# %% ../nbs/16_lab.ipynb #9ba38453
+# %% ../nbs/16_lab.ipynb #90bbf27d
 @patch
 def handle(self: Lab, code: str, msg: dict):
     "One message from a participant's page: consent, the check's answers, a game action, or 'next game'."
@@ -501,7 +501,42 @@ def handle(self: Lab, code: str, msg: dict):
     else: return
     self.show(code, self.state(code))
 
-# %% ../nbs/16_lab.ipynb #b2d2b61b
+# %% ../nbs/16_lab.ipynb #fb510a8d
+@patch
+async def run_game(self: Lab, gid: str, idx: int, k: dict, scenario, seats: dict):
+    "Play one game live, then store it (or, if it could not be played, record why) before anyone sees the end."
+    eng, agents, failure = await play_live(self, gid, k, scenario, seats, derive_seed(self.session.seed, 'game', idx))
+    r, gains = await close_game(eng, agents, failure)
+    b, s = seats[Role.BUYER], seats[Role.SELLER]
+    if r.outcome.reason.scored: self.store.add(gid, b, s, idx, game_row(r), r.transcript, r.messages)
+    else:
+        f = r.failure or {'cause': 'agent_error', 'message': 'the game ended with agent_error', 'fatal': False}
+        self.store.add_failure(gid, b, s, idx, f, r.transcript)
+    self._done(gid, r.transcript)
+    for a in agents.values():
+        if isinstance(a, PersonSeat):
+            self.seats.pop(a.code, None)
+            a.push()
+
+# %% ../nbs/16_lab.ipynb #4270411c
+@patch
+def _next_idx(self: Lab) -> int:
+    return self.con.execute('SELECT COALESCE(MAX(idx) + 1, 0) FROM lab_games').fetchone()[0]
+
+@patch
+def start_game(self: Lab, seats: dict):
+    "Start one game between `seats` (role -> 'human:CODE' or an agent spec) as a task of the server's loop."
+    s, idx = self.session, self._next_idx()
+    gid = f'L{idx:04d}'
+    k = {r: len(self.games_of(x[6:])) + 1 for r, x in seats.items() if x.startswith('human:')}
+    self.con.execute("INSERT INTO lab_games(game_id, idx, buyer, seller, status, started_at) VALUES (?,?,?,?,?,?)",
+                     (gid, idx, seats[Role.BUYER], seats[Role.SELLER], 'running', time.time()))
+    sc = sample_scenarios(idx + 1, s.preset, s.seed)[idx]
+    task = asyncio.ensure_future(self.run_game(gid, idx, k, sc, seats))
+    self.tasks.add(task)
+    task.add_done_callback(self.tasks.discard)
+
+# %% ../nbs/16_lab.ipynb #9302d6f2
 @patch
 def next_game(self: Lab, code: str):
     "Start `code`'s next game, queue them for a partner, or show the payoff page when their games are played."
@@ -523,41 +558,7 @@ def next_game(self: Lab, code: str):
         first = ('buyer', 'seller')[derive_seed(s.seed, 'pair', idx) % 2]
         self.start_game({Role(first): f'human:{a}', Role(first).other: f'human:{b}'})
 
-# %% ../nbs/16_lab.ipynb #fe5cfda6
-@patch
-def _next_idx(self: Lab) -> int: return self.con.execute('SELECT COALESCE(MAX(idx) + 1, 0) FROM lab_games').fetchone()[0]
-
-@patch
-def start_game(self: Lab, seats: dict):
-    "Start one game between `seats` (role -> 'human:CODE' or an agent spec) as a task of the server's loop."
-    s, idx = self.session, self._next_idx()
-    gid = f'L{idx:04d}'
-    k = {r: len(self.games_of(x[6:])) + 1 for r, x in seats.items() if x.startswith('human:')}
-    self.con.execute("INSERT INTO lab_games(game_id, idx, buyer, seller, status, started_at) VALUES (?,?,?,?,?,?)",
-                     (gid, idx, seats[Role.BUYER], seats[Role.SELLER], 'running', time.time()))
-    sc = sample_scenarios(idx + 1, s.preset, s.seed)[idx]
-    task = asyncio.ensure_future(self.run_game(gid, idx, k, sc, seats))
-    self.tasks.add(task)
-    task.add_done_callback(self.tasks.discard)
-
-# %% ../nbs/16_lab.ipynb #02350f14
-@patch
-async def run_game(self: Lab, gid: str, idx: int, k: dict, scenario, seats: dict):
-    "Play one game live, then store it (or, if it could not be played, record why) before anyone sees the end."
-    eng, agents, failure = await play_live(self, gid, k, scenario, seats, derive_seed(self.session.seed, 'game', idx))
-    r, gains = await close_game(eng, agents, failure)
-    b, s = seats[Role.BUYER], seats[Role.SELLER]
-    if r.outcome.reason.scored: self.store.add(gid, b, s, idx, game_row(r), r.transcript, r.messages)
-    else:
-        f = r.failure or {'cause': 'agent_error', 'message': 'the game ended with agent_error', 'fatal': False}
-        self.store.add_failure(gid, b, s, idx, f, r.transcript)
-    self._done(gid, r.transcript)
-    for a in agents.values():
-        if isinstance(a, PersonSeat):
-            self.seats.pop(a.code, None)
-            a.push()
-
-# %% ../nbs/16_lab.ipynb #de41f5df
+# %% ../nbs/16_lab.ipynb #4cb1ee63
 def asset(name: str) -> str:
     "A file shipped in the package (the page's script and styles; sources in `nbs/assets/`)."
     from importlib import resources
@@ -570,7 +571,7 @@ def page() -> str:
             f'<style>{asset("lab.css")}</style></head><body><main id="app" data-stage="loading">'
             f'<p>Connecting...</p></main><script>{asset("lab.js")}</script></body></html>')
 
-# %% ../nbs/16_lab.ipynb #d64982e2
+# %% ../nbs/16_lab.ipynb #cb4549c2
 def admin_html(lab: Lab, base: str) -> str:
     "The admin page: the session's settings and each participant's stage, games, payoff and link (all escaped)."
     s, e = lab.session, html.escape
@@ -587,7 +588,7 @@ def admin_html(lab: Lab, base: str) -> str:
             f'<h1>Lab session</h1><p>{e(json.dumps(session_json(s))[:2000])}</p>'
             f'<table border="1"><tr>{head}</tr>{"".join(rows)}</table></body></html>')
 
-# %% ../nbs/16_lab.ipynb #5298d53b
+# %% ../nbs/16_lab.ipynb #4aefa15f
 def make_app(lab: Lab, base: str = ''):
     "The Starlette app: participant pages and their WebSockets, the admin page behind its token."
     from starlette.applications import Starlette
@@ -617,14 +618,13 @@ def make_app(lab: Lab, base: str = ''):
     routes = [Route('/p/{token}', participant), Route('/admin', admin), WebSocketRoute('/ws/{token}', socket)]
     return Starlette(routes=routes)
 
-# %% ../nbs/16_lab.ipynb #feb1762b
+# %% ../nbs/16_lab.ipynb #f312cc57
 def serve(d: str | Path, session: Session | None = None, host: str = '127.0.0.1', port: int = 8000,
           out=print) -> None:
     "Run a session's server until Ctrl-C: create or resume it in `d`, print the admin link and one link each."
     import uvicorn
     lab = Lab(d, session)
-    base = f'http://{host}:{port}'
-    r = lab.resumed
+    base, r = f'http://{host}:{port}', lab.resume()
     if r['done'] or r['interrupted']:
         out(f"resumed: {r['done']} game(s) found stored, {r['interrupted']} cut off by the restart (not scored)")
     out(f'admin: {base}/admin?token={admin_token(lab.con)}')
@@ -633,7 +633,7 @@ def serve(d: str | Path, session: Session | None = None, host: str = '127.0.0.1'
                     timeout_graceful_shutdown=5)
     finally: lab.close()
 
-# %% ../nbs/16_lab.ipynb #d1448ea5
+# %% ../nbs/16_lab.ipynb #a3cd666b
 EXPORT_COLUMNS = ['session.code', 'session.config.participation_fee', 'session.config.real_world_currency_per_point',
                   'participant.code', 'participant.treatment', 'participant.role', 'participant.opponent',
                   'participant.stage', 'participant.consent_at', 'participant.declined_at',
@@ -642,35 +642,18 @@ EXPORT_COLUMNS = ['session.code', 'session.config.participation_fee', 'session.c
                   'group.status', 'group.end_reason', 'group.deal', 'group.price', 'player.role', 'player.agent',
                   'player.opponent', 'player.private_value', 'player.surplus', 'player.scored']
 
+# %% ../nbs/16_lab.ipynb #ee03cf5f
 def export_rows(d: str | Path) -> list[dict]:
     "The rows of `bilateral lab export`: each participant's games (a participant without games: one row)."
-    con = open_lab(d)
-    s, session = load_session(con), Path(d).resolve().name
-    lab = Lab.__new__(Lab)
-    lab.con = con
+    lab = Lab(d)
     with Store(d, create=False) as st: scen = {g: t['scenario'] for g, t in st.transcripts()}
     out = []
-    for (code,) in con.execute('SELECT code FROM participants ORDER BY code').fetchall():
-        p = lab.participant(code)
-        tries = json.loads(p['answers'])
-        base = {'session.code': session, 'session.config.participation_fee': s.fee,
-                'session.config.real_world_currency_per_point': s.rate, 'participant.code': code,
-                **{f'participant.{k}': p[k] for k in ('treatment', 'role', 'opponent', 'stage', 'consent_at',
-                                                      'declined_at', 'passed_at', 'finished_at', 'payoff')},
-                'participant.comprehension_tries': len(tries),
-                'participant.comprehension_answers': json.dumps([t['answers'] for t in tries])}
+    for (code,) in lab.con.execute('SELECT code FROM participants ORDER BY code').fetchall():
+        base = _participant_columns(lab.participant(code), lab.session, Path(d).resolve().name)
         games = lab.games_of(code)
-        for n, g in enumerate(games, 1):
-            sc = scen.get(g['game_id'], {})
-            priv = sc.get('buyer_value' if g['role'] == 'buyer' else 'seller_cost')
-            out.append({**base, 'subsession.round_number': n, 'group.game_id': g['game_id'],
-                        'group.status': g['status'], 'group.end_reason': g['reason'], 'group.deal': g['reason'] == 'deal',
-                        'group.price': g['price'], 'player.role': g['role'], 'player.agent': f'human:{code}',
-                        'player.opponent': g['opponent'], 'player.private_value': None if priv is None else priv / 100,
-                        'player.surplus': None if g['surplus'] is None else g['surplus'] / 100,
-                        'player.scored': g['scored']})
+        out += [{**base, **_game_columns(n, g, code, scen.get(g['game_id'], {}))} for n, g in enumerate(games, 1)]
         if not games: out.append(base)
-    con.close()
+    lab.close()
     return out
 
 def export_csv(d: str | Path, out: str | Path | None = None) -> Path:
@@ -682,7 +665,7 @@ def export_csv(d: str | Path, out: str | Path | None = None) -> Path:
         w.writerows(export_rows(d))
     return out
 
-# %% ../nbs/16_lab.ipynb #ec464117
+# %% ../nbs/16_lab.ipynb #6e6fdccd
 def _session(a) -> Session | None:
     "The session the flags define; None when none is given (resume the one in the directory)."
     if not a.treatment: return None
@@ -692,13 +675,13 @@ def _session(a) -> Session | None:
 
 def cmd_lab(a) -> str:
     "`bilateral lab run|export`."
+    if not (Path(a.dir) / LAB_FILE).exists() and (a.action == 'export' or not a.treatment):
+        raise ConfigError(f'no lab session in {a.dir}: define one with `bilateral lab run DIR --treatment ...`')
     if a.action == 'export': return f'wrote {export_csv(a.dir, a.out)}'
-    if not a.treatment and not (Path(a.dir) / LAB_FILE).exists():
-        raise ConfigError(f'no lab session in {a.dir}: define one with --treatment N:ROLE:OPPONENT (and the rest)')
     serve(a.dir, _session(a), a.host, a.port, out=lambda x: print(x, flush=True))
     return ''
 
-# %% ../nbs/16_lab.ipynb #fa26aa32
+# %% ../nbs/16_lab.ipynb #dc6c1f2d
 def add_lab(sub, parser_class=argparse.ArgumentParser):
     "The `lab` subcommand (its server needs the extra `lab`)."
     lab = sub.add_parser('lab', help='a browser lab: sessions of human participants (extra: lab)')

@@ -40,7 +40,7 @@ def stop(cm, proc):
 def links(lines) -> dict:
     return dict(x.split(': ', 1) for x in lines if x.startswith('P'))
 
-# ---------------------------------------------------------------------------------------------------------------- browser
+# --- browser
 
 def act(page, reload_done: set, code: str, go_on: bool):
     "One step of a scripted person on their page: consent, answer the check, bargain, go on (where `go_on`)."
@@ -142,7 +142,7 @@ def test_a_session_in_browsers(srv, tmp_path):
     assert declined[0]['participant.stage'] == 'declined' and declined[0]['participant.declined_at']
     assert {x['group.game_id'] for x in out if x['group.game_id']} == set(games)
 
-# ------------------------------------------------------------------------------------------------------ WebSocket clients
+# --- WebSocket clients
 
 def _game_of(d, gid):
     with Store(d, create=False) as st: return dict(st.transcripts())[gid]
@@ -200,6 +200,12 @@ def test_leaving_and_a_restart_mid_game(tmp_path):
     assert [(x['participant.code'], x['group.status']) for x in rows] == [('P01', 'done'), ('P02', 'interrupted'),
                                                                           ('P02', 'done')]
 
+def _numbers(x) -> list:
+    "Every number in a JSON value."
+    if isinstance(x, dict): return [n for v in x.values() for n in _numbers(v)]
+    if isinstance(x, list): return [n for v in x for n in _numbers(v)]
+    return [x] if isinstance(x, (int, float)) and not isinstance(x, bool) else []
+
 def _stored_ids(d) -> set:
     import sqlite3
     p = Path(d) / 'games.sqlite'
@@ -231,6 +237,14 @@ def test_twenty_participants_at_once(tmp_path):
         assert st.failures().empty and len(games) == 5 + 10 == st.count()
     seats = sorted(a for t in games.values() for a in t['agents'].values() if a.startswith('human:'))
     assert seats == sorted(f'human:{c}' for c in people)       # each participant in exactly one stored game
+    for x in done:                                             # each saw their own number, never the other's
+        views = [f for f in x['frames'] if f['stage'] == 'game']
+        assert views and not any(k in json.dumps(f) for f in views for k in ('buyer_value', 'seller_cost'))
+        for f in views:
+            sc = games[f['game_id']]['scenario']
+            own, other = (sc['buyer_value'], sc['seller_cost'])[::1 if f['role'] == 'buyer' else -1]
+            rest = {k: v for k, v in f.items() if k not in ('history', 'your_offer', 'their_offer', 'over')}
+            assert f['private']['amount'] == own / 100 and other / 100 not in _numbers(rest)   # prices aside
     lag.sort()
     q = lambda p: lag[min(len(lag) - 1, int(p * len(lag)))] * 1000
     print(f'\n20 participants, {len(games)} games in {wall:.1f} s; server peak RSS {peak / 1024:.0f} MiB; '

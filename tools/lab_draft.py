@@ -13,8 +13,20 @@ from bilateral.metrics import game_row
 from bilateral.store import Store
 from bilateral.play import _failed
 
+
+# %%
+import tempfile
+from fastcore.test import test_eq, test_fail
+from bilateral.core import Item, Scenario
+from bilateral.play import run_sync
+
 # %% md
 ## A session: treatments and money
+
+# %% md
+A session is a list of treatments. Each treatment names how many participants it has, their role (`buyer`, `seller`,
+or `random`: drawn once per participant) and their opponent: any agent spec the package knows (a scripted strategy, an
+`openai:` endpoint, a local model), or `human`, another participant of the same treatment, matched by the server.
 
 # %% export
 HUMAN = 'human'   # the opponent of a treatment whose participants the server matches with each other
@@ -26,7 +38,6 @@ class Treatment:
     role: str              # 'buyer', 'seller', or 'random' (drawn per participant; per game for two participants)
     opponent: str          # an agent spec, or 'human': another participant of this treatment
 
-# %% export
 def parse_treatment(text: str) -> Treatment:
     "`N:ROLE:OPPONENT`, e.g. `2:random:human` or `1:buyer:boulware`; `ConfigError` naming what is wrong."
     parts = text.split(':', 2)
@@ -41,6 +52,14 @@ def parse_treatment(text: str) -> Treatment:
     if opp != HUMAN: make_agent(opp).check()
     return Treatment(n, role, opp)
 
+
+# %%
+test_eq(parse_treatment('1:seller:boulware'), Treatment(1, 'seller', 'boulware'))
+test_fail(lambda: parse_treatment('2:buyer:human'), contains='random:human')
+test_fail(lambda: parse_treatment('3:random:human'), contains='pairs')
+test_fail(lambda: parse_treatment('buyer:boulware'), contains='N:ROLE:OPPONENT')
+parse_treatment('2:random:human')
+
 # %% export
 CONSENT = ('This is a study of bargaining. You will trade an item with a counterpart, in your browser, for a few '
            'minutes per game. You are paid a show-up fee plus an amount that grows with the surplus of your deals. '
@@ -52,6 +71,10 @@ INSTRUCTIONS = ('You are a buyer or a seller of one item. A buyer has a private 
                 'Your surplus is value minus price for a buyer, price minus cost for a seller; without a deal it is 0. '
                 'The clock runs in real time: when it reaches the deadline, the game ends without a deal.')
 
+# %%
+print(CONSENT)
+
+# %% export
 @dataclass(frozen=True)
 class Session:
     "What a researcher fixes for one session of the lab."
@@ -72,6 +95,11 @@ class Session:
             raise ConfigError(f'games >= 1, deadline > 0, fee >= 0, rate >= 0, leave_after > 0: {self}')
         if not self.treatments: raise ConfigError('a session needs at least one treatment')
 
+# %%
+test_fail(lambda: Session((Treatment(1, 'buyer', 'boulware'),), deadline=0), contains='deadline > 0')
+test_fail(lambda: Session((Treatment(1, 'buyer', 'boulware'),), preset='nope'), contains='unknown preset')
+Session((Treatment(1, 'buyer', 'boulware'),), deadline=60).deadline
+
 # %% export
 def session_json(s: Session) -> dict:
     "A session as plain JSON (stored with the session, so that a restart resumes it)."
@@ -80,8 +108,19 @@ def session_json(s: Session) -> dict:
 def session_from_json(d: dict) -> Session:
     return Session(**{**d, 'treatments': tuple(Treatment(**t) for t in d['treatments'])})
 
+# %%
+s = Session((Treatment(2, 'random', 'human'), Treatment(1, 'seller', 'boulware')), games=1, deadline=5)
+test_eq(session_from_json(json.loads(json.dumps(session_json(s)))), s)
+session_json(s)['treatments']
+
 # %% md
 ## The payoff rule
+
+The participant is paid a show-up fee plus `rate` money for each dollar of surplus they made over their scored games
+(their own surplus: value minus price for a buyer, price minus cost for a seller, 0 without a deal); a deal beyond
+their own number is a loss that counts against the rest, and the payment never goes below 0. A game that could not be
+played (a model's endpoint down, the server stopped mid-game) is not scored, and the participant plays another one in
+its place (at most `2 * games + 2` games in all).
 
 # %% export
 def surplus(role: Role, reservation: int, price: int | None) -> int:
@@ -92,6 +131,15 @@ def surplus(role: Role, reservation: int, price: int | None) -> int:
 def payoff(s: Session, surpluses: list) -> float:
     "The fee plus `rate` money per dollar of surplus over the scored games; never below 0."
     return round(max(0.0, s.fee + s.rate * sum(surpluses) / 100), 2)
+
+
+# %%
+paid = Session((Treatment(2, 'random', 'human'),), fee=5, rate=0.1)
+test_eq(surplus(Role.BUYER, 10_000, 8_000), 2_000)           # value $100, price $80: $20
+test_eq(surplus(Role.SELLER, 6_000, None), 0)                # no deal
+test_eq(payoff(paid, [2_000, 0, 1_550]), 5 + 0.1 * 35.5)
+test_eq(payoff(paid, [-100_000]), 0)                         # a big loss: the payment stops at 0
+payoff(paid, [2_000, 0, 1_550])
 
 # %% md
 ## The lab's own file
@@ -116,6 +164,10 @@ def open_lab(d: Path) -> sqlite3.Connection:
     con.executescript(LAB_SCHEMA)
     return con
 
+# %%
+d = Path(tempfile.mkdtemp())
+[r[0] for r in open_lab(d).execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
+
 # %% export
 def _code(i: int, total: int) -> str: return f'P{i + 1:0{max(2, len(str(total)))}d}'
 
@@ -124,6 +176,11 @@ def _role_of(s: Session, t: Treatment, code: str) -> str:
     if t.role != 'random' or t.opponent == HUMAN: return t.role
     return ('buyer', 'seller')[derive_seed(s.seed, 'role', code) % 2]
 
+# %%
+test_eq([_code(i, 120) for i in (0, 6, 119)], ['P001', 'P007', 'P120'])
+[_role_of(s, s.treatments[1], c) for c in ('P01', 'P02', 'P03')]
+
+# %% export
 def create_session(d: Path, s: Session) -> sqlite3.Connection:
     "Write a new session into `d` (or check that `d` holds this one): its participants, tokens and admin token."
     con = open_lab(d)
@@ -146,6 +203,12 @@ def create_session(d: Path, s: Session) -> sqlite3.Connection:
                 i += 1
     return con
 
+# %%
+con = create_session(d, s)
+test_eq(create_session(d, s).execute('SELECT COUNT(*) FROM participants').fetchone(), (3,))    # the same: kept
+test_fail(lambda: create_session(d, replace(s, games=3)), contains='holds another session')
+con.execute('SELECT code, treatment, role, opponent, stage FROM participants').fetchall()
+
 # %% export
 def load_session(con: sqlite3.Connection) -> Session:
     row = con.execute("SELECT value FROM meta WHERE key='session'").fetchone()
@@ -157,6 +220,12 @@ def admin_token(con) -> str: return con.execute("SELECT value FROM meta WHERE ke
 def links(con, base: str) -> list[tuple[str, str]]:
     "(code, link) of every participant: one unguessable link each."
     return [(c, f'{base}/p/{t}') for c, t in con.execute('SELECT code, token FROM participants ORDER BY code')]
+
+# %%
+test_eq(load_session(con), s)
+test_eq(len({link for _, link in links(con, '')}), 3)
+assert len(admin_token(con)) >= 32
+links(con, 'http://127.0.0.1:8000')[0][0]
 
 # %% md
 ## The comprehension check
@@ -173,11 +242,21 @@ def grade(answers: list) -> list[int]:
     answers = list(answers) + [None] * len(QUIZ)
     return [i for i, (q, opts, right) in enumerate(QUIZ) if answers[i] != right]
 
+
+# %%
+test_eq(grade(['yes', '$20', 'no deal: surplus 0 for both']), [])
+test_eq(grade(['no', '$20']), [0, 2])
+
 # %% md
 ## What a person sees: the observation, as a view
 
+The game page is drawn from a `View`: a participant's seat builds it from its own `Brief` and the observations the
+engine hands it, exactly what an agent's conversation is built from, so it cannot hold the other side's number.
+
 # %% export
-def _dollars(x) -> str: return fmt_money(round(x * 100))
+_MINE = {'make_offer': 'offer', 'send_message': 'message', 'accept_offer': 'accept', 'reject_offer': 'reject',
+         'quit_negotiation': 'quit'}
+_TEXT = {'make_offer': 'note', 'send_message': 'text', 'reject_offer': 'reason'}
 
 def error_text(res: dict) -> str:
     "A rejected call's error code as readable text, with the engine's message."
@@ -189,11 +268,10 @@ def _event(who: str, a: dict) -> dict:
     return {'who': who, 't': a.get('t'), 'action': a['action'], 'price': a.get('price'),
             'offer_id': a.get('offer_id'), 'text': a.get('text', '')}
 
-# %% export
-_MINE = {'make_offer': 'offer', 'send_message': 'message', 'accept_offer': 'accept', 'reject_offer': 'reject',
-         'quit_negotiation': 'quit'}
-_TEXT = {'make_offer': 'note', 'send_message': 'text', 'reject_offer': 'reason'}
+# %%
+error_text({'ok': False, 'error': 'stale_offer', 'message': 'S1 is no longer standing; their current offer is S2'})
 
+# %% export
 class View:
     "A participant's view of one game, built from what their seat observes and nothing else."
     def __init__(self, game_id: str, k: int, brief):
@@ -206,22 +284,38 @@ class View:
                   'deadline': b.rules.deadline, 'now': 0.0, 'time_left': b.rules.deadline, 'your_offer': None,
                   'their_offer': None, 'history': [], 'errors': [], 'your_turn': False, 'over': None}
 
-# %% export
 @patch
-def observe(self: View, obs, sent: dict):
-    "Take in an observation: the results of the calls `sent` (by call id) and the newest state report."
+def observe(self: View, obs, sent: dict, at: float | None = None):
+    "Take in an observation: the results of the calls `sent` at `at` (by call id) and the newest state report."
     d = self.d
     d['errors'] = []
     for r in obs.results:
         c, call = r.content or {}, sent.get(r.call_id)
         if c.get('ok') is False: d['errors'].append({'tool': r.name, 'text': error_text(c)})
         elif call is not None and r.name in _MINE:
-            a = {'action': _MINE[r.name], 't': d['now'], 'price': c.get('price'), 'offer_id': c.get('offer_id')}
+            t = d['now'] if at is None else round(at, 2)
+            a = {'action': _MINE[r.name], 't': t, 'price': c.get('price'), 'offer_id': c.get('offer_id')}
             d['history'].append(_event('you', {**a, 'text': call.arguments.get(_TEXT.get(r.name), '')}))
     if (st := obs.latest):
         d['history'] += [_event('them', a) for a in st.get('opponent_actions', [])]
         d.update(now=st['now'], time_left=st['time_left'], your_offer=st.get('your_offer'),
                  their_offer=st.get('their_offer'))
+
+
+# %%
+kettle = Item('kettle', 'Electric kettle', 'home-kitchen', 'A cordless kettle.', 3999, 2999, 4599)
+eng = Engine(Scenario(kettle, 4500, 2500, 'low'), Rules(deadline=60), seed=1)
+eng.next_turn()
+v = View('L0000', 1, eng.brief(Role.BUYER))
+eng.take(Role.BUYER)
+sent = {'h1': ToolCall('make_offer', {'price': 30, 'note': '<b>fair?</b>'}, 'h1'),
+        'h2': ToolCall('wait', {'seconds': -1}, 'h2')}
+eng.submit(Role.BUYER, list(sent.values()))
+v.observe(eng.take(Role.BUYER), sent)
+test_eq(v.d['history'][0]['text'], '<b>fair?</b>')          # kept as text: the page only ever sets it as text
+test_eq(v.d['private'], {'label': 'your value', 'amount': 45.0})
+assert '25' not in json.dumps(v.d['private']) and 'seller_cost' not in json.dumps(v.d)
+v.d['errors']
 
 # %% md
 ## A person's seat
@@ -235,7 +329,7 @@ class PersonSeat:
         self.lab, self.code, self.game_id, self.k = lab, code, game_id, k
         self.name = f'human:{code}'
         self.actions: asyncio.Queue = asyncio.Queue()
-        self.sent, self.n, self.view, self.clock = {}, 0, None, lambda: 0.0
+        self.sent, self.sent_at, self.n, self.view, self.clock = {}, None, 0, None, lambda: 0.0
 
     async def start(self, brief):
         self.brief, self.view = brief, View(self.game_id, self.k, brief)
@@ -249,6 +343,20 @@ class PersonSeat:
         return {**self.view.d, 'clock': round(min(self.clock(), self.view.d['deadline']), 2)}
 
     def push(self): self.lab.show(self.code, self.snapshot())
+
+# %%
+class _Shown:
+    "A lab stand-in for the lesson: the session, what each participant was shown, and nobody away."
+    def __init__(self, s): self.session, self.seen, self.seats = s, [], {}
+    def show(self, code, st): self.seen.append((code, st))
+    def away(self, code): return 0.0
+
+lab = _Shown(Session((Treatment(1, 'buyer', 'conceder'),), deadline=3))
+eng = Engine(Scenario(kettle, 4500, 2500, 'low'), Rules(deadline=60), seed=1)
+seat = PersonSeat(lab, 'P01', 'L0000', 1)
+run_sync(seat.start(eng.brief(Role.BUYER)))
+test_eq((seat.name, lab.seen[-1][0]), ('human:P01', 'P01'))
+lab.seen[-1][1]['private'], seat.limits.max_price
 
 # %% export
 @patch
@@ -265,11 +373,18 @@ def _calls(self: PersonSeat, msg: dict) -> list[ToolCall] | None:
         calls.append(ToolCall('wait_for_response', {}, f'h{self.n}'))
     return calls
 
+# %%
+names = lambda msg: [c.name for c in seat._calls(msg)]
+test_eq(names({'tool': 'make_offer', 'args': {'price': 30}, 'then_wait': True}), ['make_offer', 'wait_for_response'])
+test_eq(names({'tool': 'make_offer', 'args': {'price': 'thirty'}, 'then_wait': True}), ['make_offer'])  # its error
+test_eq(seat._calls({'tool': 'fly', 'args': {}}), None)
+names({'tool': 'accept_offer', 'args': {'offer_id': 'S1'}, 'then_wait': True})
+
 # %% export
 @patch
 async def decide(self: PersonSeat, obs, clock, deadline: float) -> tuple[list, float]:
     "(calls, when): the person's next batch and the wall-clock second it came; a leave or the deadline decides too."
-    self.view.observe(obs, self.sent)
+    self.view.observe(obs, self.sent, self.sent_at)
     self.view.d['your_turn'] = True
     while not self.actions.empty(): self.actions.get_nowait()     # nothing clicked before this turn counts
     self.push()
@@ -283,29 +398,69 @@ async def decide(self: PersonSeat, obs, clock, deadline: float) -> tuple[list, f
                 return [ToolCall('quit_negotiation', {}, 'lab:left')], now
             continue
         if (calls := self._calls(msg)):
-            self.sent = {c.id: c for c in calls}
+            self.sent, self.sent_at = {c.id: c for c in calls}, now
             self.view.d['your_turn'] = False
             self.push()
             return calls, now
+
+# %%
+async def click(msg, after=0.05):
+    await asyncio.sleep(after)
+    seat.actions.put_nowait(msg)
+async def turn(clock, msg=None):
+    eng.next_turn()
+    got, _ = await asyncio.gather(seat.decide(eng.take(Role.BUYER), clock, 60), click(msg))
+    return got
+calls, at = run_sync(turn(lambda: 4.2, {'tool': 'make_offer', 'args': {'price': 30}, 'then_wait': True}))
+test_eq(([c.name for c in calls], at), (['make_offer', 'wait_for_response'], 4.2))
+eng.submit(Role.BUYER, calls, at=at)
+test_eq(eng.events[-1].t, 4.2)                      # the offer landed when the person clicked
+calls, at
 
 # %% export
 @patch
 async def finish(self: PersonSeat, obs):
     "The last observation: the outcome and this participant's surplus (shown once the game is stored)."
-    self.view.observe(obs, self.sent)
-    o = (obs.latest or {}).get('game_over') or {}
+    self.view.observe(obs, self.sent, self.sent_at)
+    if (o := (obs.latest or {}).get('game_over')) is None and (seen := self.view.d['over']):
+        return round(seen['surplus'] * 100)                   # told already
+    o = o or {}
     price = None if o.get('price') is None else round(o['price'] * 100)
     s = surplus(self.brief.role, self.brief.reservation, price if o.get('deal') else None)
     reason = EndReason(o.get('reason', 'agent_error'))
     self.view.d.update(your_turn=False, over={**o, 'surplus': s / 100, 'scored': reason.scored})
     return s
 
+# %%
+eng.next_turn()
+eng.submit(Role.SELLER, [ToolCall('accept_offer', {'offer_id': 'B1'})])
+test_eq(run_sync(seat.finish(eng.take(Role.BUYER))), 4500 - 3000)
+seat.view.d['over']
+
 # %% md
 ## The clock: a game on the wall clock
 
+**How the clock is driven.** The engine keeps its own simulated clock: it hands the turn to a party at a simulated
+time, and each call lands `latency` seconds later. The lab runs the same engine at wall-clock pace in two moves:
+
+1. *Pacing*: before a party gets its turn at simulated time `t`, the driver sleeps until `t` wall seconds have passed
+   since the game began. So a scripted agent's seeded latencies (0.5 to 2 s a call) and its `wait(seconds)` take that
+   long in real time.
+2. *Landing*: a batch is submitted with `at=` the wall-clock second it came (`Engine.submit`'s `at`): its first landed
+   call lands at the later of its drawn latency and `at`. A person's thinking time and a model's real latency are thus
+   part of the game, and the record keeps each call's time, from which `replay` reproduces the game exactly.
+
+The engine gives one party the turn at a time: while a person holds the turn (thinking), the other side waits, and a
+timer of theirs that falls due then fires when the person's action lands. When the deadline passes while a person holds
+the turn, the driver ends their turn with a `wait_for_response` at `at=inf` (call id `lab:deadline`), which ends the game
+by the engine's own rule: `deadline`, scored. A participant whose page has been closed for `leave_after` seconds (30 by
+default) while it is their turn has left: the driver quits for them (`quit_negotiation`, call id `lab:left`): reason
+`quit` by their role, scored as a game without a deal, as any quit is. A reload or a lost connection within that time
+returns to the same game: the page reconnects and the server sends the seat's current view.
+
 # %% export
 async def play_live(lab, game_id: str, k: dict, scenario, seats: dict, seed: int):
-    "Play one game at wall-clock pace: each turn is handed out when the wall clock reaches the engine's time."
+    "Play one game at wall-clock pace: each turn, and the end, come when the wall clock reaches the engine's time."
     s = lab.session
     eng, failure = Engine(scenario, Rules(deadline=s.deadline), seed), {}
     agents = {r: (PersonSeat(lab, x[6:], game_id, k[r]) if x.startswith('human:') else make_agent(x))
@@ -330,7 +485,23 @@ async def play_live(lab, game_id: str, k: dict, scenario, seats: dict, seed: int
             break
         if eng.done: break
         eng.submit(role, calls, at=at)
+    if eng.outcome and (ahead := eng.outcome.t - clock()) > 0 and not failure: await asyncio.sleep(ahead)
     return eng, agents, failure
+
+# %%
+async def person():
+    "The buyer offers $30 as soon as it is their turn, then leaves the rest to the clock."
+    while not ((seat := lab.seats.get('P01')) and seat.view and seat.view.d['your_turn']): await asyncio.sleep(0.01)
+    await lab.seats['P01'].actions.put({'tool': 'make_offer', 'args': {'price': 30}, 'then_wait': True})
+async def game():
+    t0 = time.monotonic()
+    (played, agents, failure), _ = await asyncio.gather(play_live(lab, 'L0000', {Role.BUYER: 1}, eng.scenario,
+        {Role.BUYER: 'human:P01', Role.SELLER: 'conceder'}, seed=2), person())
+    return played, time.monotonic() - t0
+played, wall = run_sync(game())
+assert played.outcome.t <= wall + 0.05      # the simulated clock never ran ahead of the wall clock
+[(round(e.t, 2), e.role.value, e.kind, e.price) for e in played.events], played.outcome.reason, round(wall, 2)
+
 
 # %% export
 async def close_game(eng, agents, failure):
@@ -347,8 +518,24 @@ async def close_game(eng, agents, failure):
     info = {r.value: i for r, a in agents.items() if (i := getattr(a, 'info', lambda: None)()) is not None}
     return eng.result(names, msgs, info, failure), gains
 
+# %%
+agents = {Role.BUYER: seat, Role.SELLER: make_agent('conceder')}
+r, gains = run_sync(close_game(eng, agents, {}))
+test_eq((r.agents, gains), ({'buyer': 'human:P01', 'seller': 'conceder'}, {'P01': 1500}))
+r.outcome
+
 # %% md
 ## The lab: participants, matching, games
+
+# %% export
+def _gains(t: dict) -> tuple:
+    "(buyer, seller) surplus in cents of a stored transcript."
+    sc, o = t['scenario'], t['outcome']
+    price = round(o['price'] * 100) if o.get('deal') else None
+    return surplus(Role.BUYER, sc['buyer_value'], price), surplus(Role.SELLER, sc['seller_cost'], price)
+
+# %%
+test_eq(_gains(r.transcript), (1500, 500))          # a deal at $30: value $45, cost $25
 
 # %% export
 class Lab:
@@ -359,19 +546,17 @@ class Lab:
         self.con = create_session(self.dir, session) if session else open_lab(self.dir)
         self.session, self.store = load_session(self.con), Store(self.dir)
         self.seats, self.socks, self.gone, self.last, self.queue, self.tasks = {}, {}, {}, {}, [], set()
-        self.resumed = self.resume()
 
     def close(self):
         self.store.close()
         self.con.close()
 
-# %% export
-def _gains(t: dict) -> tuple:
-    "(buyer, seller) surplus in cents of a stored transcript."
-    sc, o = t['scenario'], t['outcome']
-    price = round(o['price'] * 100) if o.get('deal') else None
-    return surplus(Role.BUYER, sc['buyer_value'], price), surplus(Role.SELLER, sc['seller_cost'], price)
+# %%
+d = Path(tempfile.mkdtemp())
+lab = Lab(d, Session((Treatment(2, 'random', 'human'), Treatment(1, 'buyer', 'conceder')), games=1, deadline=3))
+lab.session.treatments, lab.store.count()
 
+# %% export
 @patch
 def _done(self: Lab, gid: str, t: dict):
     "Mark a stored game done in the lab's file, with its end and both surpluses."
@@ -380,7 +565,6 @@ def _done(self: Lab, gid: str, t: dict):
     self.con.execute("UPDATE lab_games SET status='done', ended_at=?, reason=?, price=?, buyer_surplus=?, "
                      'seller_surplus=? WHERE game_id=?', (time.time(), o['reason'], o.get('price'), b, s, gid))
 
-# %% export
 @patch
 def resume(self: Lab) -> dict:
     "After a restart: a game the store holds is done; one it lacks was cut off: recorded as unplayed, never scored."
@@ -399,6 +583,13 @@ def resume(self: Lab) -> dict:
         out['interrupted'] += 1
     return out
 
+# %%
+lab.con.execute("INSERT INTO lab_games(game_id, idx, buyer, seller, status, started_at) VALUES "
+                "('L0099', 99, 'human:P03', 'conceder', 'running', 0)")
+test_eq(lab.resume(), {'done': 0, 'interrupted': 1})    # as if the server had stopped during L0099
+test_eq(lab.store.failures()['cause'].tolist(), ['server_restart'])
+test_eq(lab.resume(), {'done': 0, 'interrupted': 0})
+
 # %% export
 @patch
 def participant(self: Lab, code: str) -> dict:
@@ -415,6 +606,11 @@ def _set(self: Lab, code: str, **kw):
     cols = ', '.join(f'{k}=?' for k in kw)
     self.con.execute(f'UPDATE participants SET {cols} WHERE code=?', (*kw.values(), code))
 
+# %%
+test_eq(lab.code_of(links(lab.con, '')[0][1].split('/')[-1]), 'P01')
+test_eq(lab.code_of('guess'), None)
+{k: v for k, v in lab.participant('P03').items() if k != 'token'}
+
 # %% export
 @patch
 def games_of(self: Lab, code: str) -> list[dict]:
@@ -429,6 +625,9 @@ def games_of(self: Lab, code: str) -> list[dict]:
                     'scored': st == 'done' and EndReason(reason).scored})
     return out
 
+# %%
+lab.games_of('P03')
+
 # %% export
 @patch
 def payoff_page(self: Lab, code: str) -> dict:
@@ -437,6 +636,9 @@ def payoff_page(self: Lab, code: str) -> dict:
     return {'stage': 'payoff', 'fee': s.fee, 'rate': s.rate, 'payoff': payoff(s, [g['surplus'] for g in games]),
             'games': [{'k': i + 1, 'role': g['role'], 'reason': g['reason'], 'price': g['price'],
                        'surplus': g['surplus'] / 100} for i, g in enumerate(games)]}
+
+# %%
+test_eq(lab.payoff_page('P03')['payoff'], 5.0)          # the cut-off game is not scored: the fee alone
 
 # %% export
 @patch
@@ -454,6 +656,10 @@ def state(self: Lab, code: str) -> dict:
     if (seat := self.seats.get(code)) and seat.view: return seat.snapshot()
     return self.last.get(code) or {'stage': 'waiting'}
 
+# %%
+test_eq(lab.state('P01')['stage'], 'consent')
+lab.state('P01')['text'][:60]
+
 # %% export
 @patch
 def show(self: Lab, code: str, state: dict):
@@ -466,9 +672,13 @@ def show(self: Lab, code: str, state: dict):
 
 @patch
 def away(self: Lab, code: str) -> float:
-    "Seconds since `code`'s last page closed (0 while one is open)."
-    if self.socks.get(code): return 0.0
-    return time.monotonic() - self.gone.get(code, time.monotonic())
+    "Seconds since `code`'s last page closed (0 while one is open, or none was open since the server started)."
+    if self.socks.get(code) or code not in self.gone: return 0.0
+    return time.monotonic() - self.gone[code]
+
+# %%
+lab.show('P01', {'stage': 'consent', 'text': '...'})          # nobody's page is open: remembered only
+test_eq((lab.last['P01']['text'], lab.away('P01')), ('...', 0.0))
 
 # %% export
 @patch
@@ -488,6 +698,23 @@ def disconnect(self: Lab, code: str, ws):
         if code in self.queue:
             self.queue.remove(code)
             self.last.pop(code, None)
+
+# %%
+class _Page:
+    "A page stand-in that keeps what the server sent it."
+    def __init__(self): self.got = []
+    async def send_text(self, t): self.got.append(json.loads(t))
+
+async def visit(code, *msgs):
+    "Open `code`'s page, send `msgs`, close it: what the page was shown."
+    pg = _Page()
+    lab.connect(code, pg)
+    for m in msgs: lab.handle(code, m)
+    await asyncio.sleep(0.01)
+    lab.disconnect(code, pg)
+    return [x['stage'] for x in pg.got]
+test_eq((await visit('P03')), ['consent'])
+assert lab.away('P03') >= 0
 
 # %% export
 @patch
@@ -511,8 +738,72 @@ def handle(self: Lab, code: str, msg: dict):
     else: return
     self.show(code, self.state(code))
 
+# %%
+test_eq((await visit('P03', {'type': 'consent', 'agree': True}, {'type': 'quiz', 'answers': ['no']})),
+        ['consent', 'instructions', 'instructions'])
+test_eq(lab.state('P03')['wrong'], [0, 1, 2])
+test_eq((await visit('P02', {'type': 'consent', 'agree': False}, {'type': 'consent', 'agree': True})),
+        ['consent', 'declined'])                            # declining ends it; nothing after counts
+lab.participant('P02')['declined_at'] is not None
+
 # %% md
 ## Matching and the next game
+
+**Matching.** A participant against an agent starts their next game as soon as they are ready. A participant of a
+`human` treatment joins a queue ("we are matching you with another participant"); the first two ready participants of
+the same treatment play each other, in roles drawn from the session's seed and the game's index, so over a session
+each person is buyer about as often as seller. Closing the page while waiting leaves the queue. Every game gets the
+next index of the session: its id (`L0007`), its scenario (scenario `i` of the preset under the session's seed, as a
+tournament draws them) and its engine seed.
+
+# %% export
+@patch
+async def run_game(self: Lab, gid: str, idx: int, k: dict, scenario, seats: dict):
+    "Play one game live, then store it (or, if it could not be played, record why) before anyone sees the end."
+    eng, agents, failure = await play_live(self, gid, k, scenario, seats, derive_seed(self.session.seed, 'game', idx))
+    r, gains = await close_game(eng, agents, failure)
+    b, s = seats[Role.BUYER], seats[Role.SELLER]
+    if r.outcome.reason.scored: self.store.add(gid, b, s, idx, game_row(r), r.transcript, r.messages)
+    else:
+        f = r.failure or {'cause': 'agent_error', 'message': 'the game ended with agent_error', 'fatal': False}
+        self.store.add_failure(gid, b, s, idx, f, r.transcript)
+    self._done(gid, r.transcript)
+    for a in agents.values():
+        if isinstance(a, PersonSeat):
+            self.seats.pop(a.code, None)
+            a.push()
+
+# %%
+sc = sample_scenarios(1, seed=5)[0]
+(await lab.run_game('L0098', 98, {}, sc, {Role.BUYER: 'boulware', Role.SELLER: 'conceder'}))
+test_eq(lab.store.done_ids(), {'L0098'})
+next(lab.store.transcripts())[1]['outcome']
+
+# %% export
+@patch
+def _next_idx(self: Lab) -> int:
+    return self.con.execute('SELECT COALESCE(MAX(idx) + 1, 0) FROM lab_games').fetchone()[0]
+
+@patch
+def start_game(self: Lab, seats: dict):
+    "Start one game between `seats` (role -> 'human:CODE' or an agent spec) as a task of the server's loop."
+    s, idx = self.session, self._next_idx()
+    gid = f'L{idx:04d}'
+    k = {r: len(self.games_of(x[6:])) + 1 for r, x in seats.items() if x.startswith('human:')}
+    self.con.execute("INSERT INTO lab_games(game_id, idx, buyer, seller, status, started_at) VALUES (?,?,?,?,?,?)",
+                     (gid, idx, seats[Role.BUYER], seats[Role.SELLER], 'running', time.time()))
+    sc = sample_scenarios(idx + 1, s.preset, s.seed)[idx]
+    task = asyncio.ensure_future(self.run_game(gid, idx, k, sc, seats))
+    self.tasks.add(task)
+    task.add_done_callback(self.tasks.discard)
+
+
+# %%
+async def two():
+    lab.start_game({Role.BUYER: 'conceder', Role.SELLER: 'boulware'})
+    await asyncio.gather(*lab.tasks)
+await two()
+test_eq(lab.con.execute("SELECT game_id, status FROM lab_games WHERE idx=100").fetchall(), [('L0100', 'done')])
 
 # %% export
 @patch
@@ -536,39 +827,28 @@ def next_game(self: Lab, code: str):
         first = ('buyer', 'seller')[derive_seed(s.seed, 'pair', idx) % 2]
         self.start_game({Role(first): f'human:{a}', Role(first).other: f'human:{b}'})
 
-# %% export
-@patch
-def _next_idx(self: Lab) -> int: return self.con.execute('SELECT COALESCE(MAX(idx) + 1, 0) FROM lab_games').fetchone()[0]
+# %%
+async def matching(d):
+    lab = Lab(d, Session((Treatment(2, 'random', 'human'), Treatment(1, 'buyer', 'boulware')), deadline=5))
+    pages = {c: _Page() for c in ('P01', 'P02', 'P03')}
+    for c, pg in pages.items():
+        lab.connect(c, pg)
+        lab.handle(c, {'type': 'consent', 'agree': True})
+        lab.handle(c, {'type': 'quiz', 'answers': [q[2] for q in QUIZ]})
+        await asyncio.sleep(0.05)
+        if c == 'P01': test_eq(pages['P01'].got[-1]['stage'], 'waiting')
+    for t in list(lab.tasks): t.cancel()      # the lesson stops here; a server restart would record them cut off
+    await asyncio.sleep(0.05)
+    games = lab.con.execute('SELECT game_id, buyer, seller, status FROM lab_games').fetchall()
+    lab.close()
+    return games, pages
+d = Path(tempfile.mkdtemp())
+games, pages = await matching(d)
+test_eq(sorted(g[1:3] in [('human:P01', 'human:P02'), ('human:P02', 'human:P01'), ('human:P03', 'boulware')]
+               for g in games), [True, True])
+test_eq(pages['P02'].got[-1]['stage'], 'game')
+games
 
-@patch
-def start_game(self: Lab, seats: dict):
-    "Start one game between `seats` (role -> 'human:CODE' or an agent spec) as a task of the server's loop."
-    s, idx = self.session, self._next_idx()
-    gid = f'L{idx:04d}'
-    k = {r: len(self.games_of(x[6:])) + 1 for r, x in seats.items() if x.startswith('human:')}
-    self.con.execute("INSERT INTO lab_games(game_id, idx, buyer, seller, status, started_at) VALUES (?,?,?,?,?,?)",
-                     (gid, idx, seats[Role.BUYER], seats[Role.SELLER], 'running', time.time()))
-    sc = sample_scenarios(idx + 1, s.preset, s.seed)[idx]
-    task = asyncio.ensure_future(self.run_game(gid, idx, k, sc, seats))
-    self.tasks.add(task)
-    task.add_done_callback(self.tasks.discard)
-
-# %% export
-@patch
-async def run_game(self: Lab, gid: str, idx: int, k: dict, scenario, seats: dict):
-    "Play one game live, then store it (or, if it could not be played, record why) before anyone sees the end."
-    eng, agents, failure = await play_live(self, gid, k, scenario, seats, derive_seed(self.session.seed, 'game', idx))
-    r, gains = await close_game(eng, agents, failure)
-    b, s = seats[Role.BUYER], seats[Role.SELLER]
-    if r.outcome.reason.scored: self.store.add(gid, b, s, idx, game_row(r), r.transcript, r.messages)
-    else:
-        f = r.failure or {'cause': 'agent_error', 'message': 'the game ended with agent_error', 'fatal': False}
-        self.store.add_failure(gid, b, s, idx, f, r.transcript)
-    self._done(gid, r.transcript)
-    for a in agents.values():
-        if isinstance(a, PersonSeat):
-            self.seats.pop(a.code, None)
-            a.push()
 
 # %% md
 ## The server
@@ -586,6 +866,10 @@ def page() -> str:
             f'<style>{asset("lab.css")}</style></head><body><main id="app" data-stage="loading">'
             f'<p>Connecting...</p></main><script>{asset("lab.js")}</script></body></html>')
 
+# %%
+assert 'innerHTML' not in asset('lab.js')       # the page sets every text as text
+len(page())
+
 # %% export
 def admin_html(lab: Lab, base: str) -> str:
     "The admin page: the session's settings and each participant's stage, games, payoff and link (all escaped)."
@@ -602,6 +886,9 @@ def admin_html(lab: Lab, base: str) -> str:
     return (f'<!doctype html><html><head><meta charset="utf-8"><title>Lab admin</title></head><body>'
             f'<h1>Lab session</h1><p>{e(json.dumps(session_json(s))[:2000])}</p>'
             f'<table border="1"><tr>{head}</tr>{"".join(rows)}</table></body></html>')
+
+# %%
+assert '<td>P03</td>' in admin_html(lab, 'http://127.0.0.1:8000') and '<script' not in admin_html(lab, '')
 
 # %% export
 def make_app(lab: Lab, base: str = ''):
@@ -633,14 +920,29 @@ def make_app(lab: Lab, base: str = ''):
     routes = [Route('/p/{token}', participant), Route('/admin', admin), WebSocketRoute('/ws/{token}', socket)]
     return Starlette(routes=routes)
 
+
+# %%
+from starlette.testclient import TestClient
+lab = Lab(d)
+test_eq(lab.resume(), {'done': 0, 'interrupted': 2})          # the two games the lesson stopped: recorded, not scored
+with TestClient(make_app(lab)) as client:
+    test_eq(client.get('/admin').status_code, 403)
+    test_eq(client.get('/admin', params={'token': 'guess'}).status_code, 403)
+    test_eq(client.get('/admin', params={'token': admin_token(lab.con)}).status_code, 200)
+    test_eq(client.get('/p/not-a-link').status_code, 404)
+    (code, link), = [x for x in links(lab.con, '') if x[0] == 'P03']
+    test_eq(client.get(link).status_code, 200)
+    with client.websocket_connect(link.replace('/p/', '/ws/')) as ws: shown = ws.receive_json()
+lab.close()
+shown['stage'], shown.get('why')
+
 # %% export
 def serve(d: str | Path, session: Session | None = None, host: str = '127.0.0.1', port: int = 8000,
           out=print) -> None:
     "Run a session's server until Ctrl-C: create or resume it in `d`, print the admin link and one link each."
     import uvicorn
     lab = Lab(d, session)
-    base = f'http://{host}:{port}'
-    r = lab.resumed
+    base, r = f'http://{host}:{port}', lab.resume()
     if r['done'] or r['interrupted']:
         out(f"resumed: {r['done']} game(s) found stored, {r['interrupted']} cut off by the restart (not scored)")
     out(f'admin: {base}/admin?token={admin_token(lab.con)}')
@@ -649,8 +951,16 @@ def serve(d: str | Path, session: Session | None = None, host: str = '127.0.0.1'
                     timeout_graceful_shutdown=5)
     finally: lab.close()
 
+# %%
+import inspect
+inspect.signature(serve).parameters['host'].default          # loopback unless told otherwise
+
 # %% md
 ## Export: one row per participant and game
+
+oTree's wide export writes one row per participant with columns named `participant.*`, `session.*` and, per app and
+round, `player.*`, `group.*`, `subsession.*`. The lab writes one row per participant and game, with those names:
+`subsession.round_number` is the participant's game number, `group.*` the game, `player.*` the participant in it.
 
 # %% export
 EXPORT_COLUMNS = ['session.code', 'session.config.participation_fee', 'session.config.real_world_currency_per_point',
@@ -661,35 +971,45 @@ EXPORT_COLUMNS = ['session.code', 'session.config.participation_fee', 'session.c
                   'group.status', 'group.end_reason', 'group.deal', 'group.price', 'player.role', 'player.agent',
                   'player.opponent', 'player.private_value', 'player.surplus', 'player.scored']
 
+# %%
+len(EXPORT_COLUMNS)
+
+def _participant_columns(p: dict, s: Session, session: str) -> dict:
+    "The session's and the participant's columns of an export row."
+    tries = json.loads(p['answers'])
+    return {'session.code': session, 'session.config.participation_fee': s.fee,
+            'session.config.real_world_currency_per_point': s.rate, 'participant.code': p['code'],
+            **{f'participant.{k}': p[k] for k in ('treatment', 'role', 'opponent', 'stage', 'consent_at',
+                                                  'declined_at', 'passed_at', 'finished_at', 'payoff')},
+            'participant.comprehension_tries': len(tries),
+            'participant.comprehension_answers': json.dumps([t['answers'] for t in tries])}
+
+def _game_columns(n: int, g: dict, code: str, sc: dict) -> dict:
+    "The columns of a participant's `n`-th game (`sc`: its stored scenario, {} for a game that was cut off)."
+    priv = sc.get('buyer_value' if g['role'] == 'buyer' else 'seller_cost')
+    return {'subsession.round_number': n, 'group.game_id': g['game_id'], 'group.status': g['status'],
+            'group.end_reason': g['reason'], 'group.deal': g['reason'] == 'deal', 'group.price': g['price'],
+            'player.role': g['role'], 'player.agent': f'human:{code}', 'player.opponent': g['opponent'],
+            'player.private_value': None if priv is None else priv / 100,
+            'player.surplus': None if g['surplus'] is None else g['surplus'] / 100, 'player.scored': g['scored']}
+
+# %%
+lab = Lab(d)
+test_eq(_participant_columns(lab.participant('P01'), lab.session, 'demo')['participant.comprehension_tries'], 1)
+_game_columns(1, lab.games_of('P03')[0], 'P03', {})
+
+# %% export
 def export_rows(d: str | Path) -> list[dict]:
     "The rows of `bilateral lab export`: each participant's games (a participant without games: one row)."
-    con = open_lab(d)
-    s, session = load_session(con), Path(d).resolve().name
-    lab = Lab.__new__(Lab)
-    lab.con = con
+    lab = Lab(d)
     with Store(d, create=False) as st: scen = {g: t['scenario'] for g, t in st.transcripts()}
     out = []
-    for (code,) in con.execute('SELECT code FROM participants ORDER BY code').fetchall():
-        p = lab.participant(code)
-        tries = json.loads(p['answers'])
-        base = {'session.code': session, 'session.config.participation_fee': s.fee,
-                'session.config.real_world_currency_per_point': s.rate, 'participant.code': code,
-                **{f'participant.{k}': p[k] for k in ('treatment', 'role', 'opponent', 'stage', 'consent_at',
-                                                      'declined_at', 'passed_at', 'finished_at', 'payoff')},
-                'participant.comprehension_tries': len(tries),
-                'participant.comprehension_answers': json.dumps([t['answers'] for t in tries])}
+    for (code,) in lab.con.execute('SELECT code FROM participants ORDER BY code').fetchall():
+        base = _participant_columns(lab.participant(code), lab.session, Path(d).resolve().name)
         games = lab.games_of(code)
-        for n, g in enumerate(games, 1):
-            sc = scen.get(g['game_id'], {})
-            priv = sc.get('buyer_value' if g['role'] == 'buyer' else 'seller_cost')
-            out.append({**base, 'subsession.round_number': n, 'group.game_id': g['game_id'],
-                        'group.status': g['status'], 'group.end_reason': g['reason'], 'group.deal': g['reason'] == 'deal',
-                        'group.price': g['price'], 'player.role': g['role'], 'player.agent': f'human:{code}',
-                        'player.opponent': g['opponent'], 'player.private_value': None if priv is None else priv / 100,
-                        'player.surplus': None if g['surplus'] is None else g['surplus'] / 100,
-                        'player.scored': g['scored']})
+        out += [{**base, **_game_columns(n, g, code, scen.get(g['game_id'], {}))} for n, g in enumerate(games, 1)]
         if not games: out.append(base)
-    con.close()
+    lab.close()
     return out
 
 def export_csv(d: str | Path, out: str | Path | None = None) -> Path:
@@ -700,6 +1020,13 @@ def export_csv(d: str | Path, out: str | Path | None = None) -> Path:
         w.writeheader()
         w.writerows(export_rows(d))
     return out
+
+
+# %%
+rows = export_rows(d)
+test_eq([r['participant.code'] for r in rows], ['P01', 'P02', 'P03', 'P03'])   # P03 came back: a new game
+test_eq([r['group.status'] for r in rows][:3], ['interrupted'] * 3)
+{k: rows[0][k] for k in ('participant.code', 'participant.stage', 'group.game_id', 'player.role', 'player.scored')}
 
 # %% md
 ## The command line
@@ -714,11 +1041,16 @@ def _session(a) -> Session | None:
 
 def cmd_lab(a) -> str:
     "`bilateral lab run|export`."
+    if not (Path(a.dir) / LAB_FILE).exists() and (a.action == 'export' or not a.treatment):
+        raise ConfigError(f'no lab session in {a.dir}: define one with `bilateral lab run DIR --treatment ...`')
     if a.action == 'export': return f'wrote {export_csv(a.dir, a.out)}'
-    if not a.treatment and not (Path(a.dir) / LAB_FILE).exists():
-        raise ConfigError(f'no lab session in {a.dir}: define one with --treatment N:ROLE:OPPONENT (and the rest)')
     serve(a.dir, _session(a), a.host, a.port, out=lambda x: print(x, flush=True))
     return ''
+
+# %%
+test_eq(_session(argparse.Namespace(treatment=[])), None)      # no treatment given: resume the one in the directory
+test_fail(lambda: cmd_lab(argparse.Namespace(action='run', dir=tempfile.mkdtemp(), treatment=[])),
+          contains='no lab session')
 
 # %% export
 def add_lab(sub, parser_class=argparse.ArgumentParser):
@@ -745,3 +1077,10 @@ def add_lab(sub, parser_class=argparse.ArgumentParser):
     e.add_argument('dir')
     e.add_argument('--out', default=None)
     lab.set_defaults(fn=cmd_lab)
+
+# %%
+cli = argparse.ArgumentParser()
+add_lab(cli.add_subparsers(dest='cmd'))
+a = cli.parse_args(['lab', 'run', str(d), '--treatment', '2:random:human', '--deadline', '90', '--fee', '8'])
+test_eq((_session(a).deadline, a.host), (90, '127.0.0.1'))
+cmd_lab(cli.parse_args(['lab', 'export', str(d), '--out', str(d / 'x.csv')])).startswith('wrote')
