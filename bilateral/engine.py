@@ -486,7 +486,7 @@ def _landed_at(c: Call) -> float | None:
 
 # %% ../nbs/03_engine.ipynb #493f9f25
 def _actions(log):
-    "What the drivers did, in order: ('submit', role, calls, at) per batch, ('fail', role, why, reason, first) per failure."
+    "What the drivers did: ('submit', role, calls, at) per batch, ('fail', role, why, reason, first) per failure."
     out, batch = [], None
     for i, rec in enumerate(map(entry, log)):
         if type(rec) is Failure: out.append(('fail', rec.role, rec.why, EndReason(rec.reason), i == 0))

@@ -642,7 +642,27 @@ EXPORT_COLUMNS = ['session.code', 'session.config.participation_fee', 'session.c
                   'group.status', 'group.end_reason', 'group.deal', 'group.price', 'player.role', 'player.agent',
                   'player.opponent', 'player.private_value', 'player.surplus', 'player.scored']
 
-# %% ../nbs/16_lab.ipynb #ee03cf5f
+# %% ../nbs/16_lab.ipynb #0923e1c9
+def _participant_columns(p: dict, s: Session, session: str) -> dict:
+    "The session's and the participant's columns of an export row."
+    tries = json.loads(p['answers'])
+    return {'session.code': session, 'session.config.participation_fee': s.fee,
+            'session.config.real_world_currency_per_point': s.rate, 'participant.code': p['code'],
+            **{f'participant.{k}': p[k] for k in ('treatment', 'role', 'opponent', 'stage', 'consent_at',
+                                                  'declined_at', 'passed_at', 'finished_at', 'payoff')},
+            'participant.comprehension_tries': len(tries),
+            'participant.comprehension_answers': json.dumps([t['answers'] for t in tries])}
+
+def _game_columns(n: int, g: dict, code: str, sc: dict) -> dict:
+    "The columns of a participant's `n`-th game (`sc`: its stored scenario, {} for a game that was cut off)."
+    priv = sc.get('buyer_value' if g['role'] == 'buyer' else 'seller_cost')
+    return {'subsession.round_number': n, 'group.game_id': g['game_id'], 'group.status': g['status'],
+            'group.end_reason': g['reason'], 'group.deal': g['reason'] == 'deal', 'group.price': g['price'],
+            'player.role': g['role'], 'player.agent': f'human:{code}', 'player.opponent': g['opponent'],
+            'player.private_value': None if priv is None else priv / 100,
+            'player.surplus': None if g['surplus'] is None else g['surplus'] / 100, 'player.scored': g['scored']}
+
+# %% ../nbs/16_lab.ipynb #cb18b6c3
 def export_rows(d: str | Path) -> list[dict]:
     "The rows of `bilateral lab export`: each participant's games (a participant without games: one row)."
     lab = Lab(d)
@@ -665,7 +685,7 @@ def export_csv(d: str | Path, out: str | Path | None = None) -> Path:
         w.writerows(export_rows(d))
     return out
 
-# %% ../nbs/16_lab.ipynb #6e6fdccd
+# %% ../nbs/16_lab.ipynb #21e60315
 def _session(a) -> Session | None:
     "The session the flags define; None when none is given (resume the one in the directory)."
     if not a.treatment: return None
@@ -681,7 +701,7 @@ def cmd_lab(a) -> str:
     serve(a.dir, _session(a), a.host, a.port, out=lambda x: print(x, flush=True))
     return ''
 
-# %% ../nbs/16_lab.ipynb #dc6c1f2d
+# %% ../nbs/16_lab.ipynb #527830a4
 def add_lab(sub, parser_class=argparse.ArgumentParser):
     "The `lab` subcommand (its server needs the extra `lab`)."
     lab = sub.add_parser('lab', help='a browser lab: sessions of human participants (extra: lab)')
