@@ -84,6 +84,7 @@ def step(page, st, reload_done, code, go_on):
             page.click('#offer')
     return st
 
+@pytest.mark.slow    # 40 s of play; 100 s in all on two shared, busy cores (the fake endpoint, Chromium, two starts)
 @pytest.mark.skipif(CHROMIUM is None, reason="the browser test needs Debian's chromium (apt-get install chromium)")
 def test_a_session_in_browsers(srv, tmp_path):
     from playwright.sync_api import sync_playwright
