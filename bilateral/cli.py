@@ -660,12 +660,18 @@ def _add_models(sub):
     g.add_argument('--gguf', type=_path, default=None, help="a copy of the model's GGUF file (same hash) to convert")
     g.set_defaults(fn=cmd_models)
 
+# %% ../nbs/13_cli.ipynb #7a1b2c3d
+def _add_lab(sub):
+    "`bilateral lab run|export`: sessions of people in browsers (nbs/16_lab.ipynb; the server needs the extra `lab`)."
+    from bilateral.lab import add_lab
+    add_lab(sub, _Parser)
+
 # %% ../nbs/13_cli.ipynb #de2cbe08
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog='bilateral', description='Bilateral bargaining with private information.')
     sub = p.add_subparsers(dest='cmd', required=True, parser_class=_Parser)
     adds = (_add_agents, _add_run, _add_tournament, _add_merge, _add_report, _add_view, _add_reproduce, _add_play,
-            _add_tiny, _add_bench, _add_train, _add_evaluate, _add_models, _add_walkaway)
+            _add_tiny, _add_bench, _add_train, _add_evaluate, _add_models, _add_walkaway, _add_lab)
     for add in adds: add(sub)
     return p
 

@@ -6,7 +6,7 @@ Docs: https://github.com/bilateral-dev/bilateral/engine.html.md"""
 
 # %% ../nbs/03_engine.ipynb #08ba823d
 from __future__ import annotations
-import json, random
+import json, math, random
 from dataclasses import dataclass, fields
 from typing import NamedTuple
 from fastcore.basics import patch
@@ -27,7 +27,7 @@ class _Party:
     "One party's seat in one engine (never shared between games); the `protocol.Seat` a tool's body acts on."
     __slots__ = ('eng', 'role', 'name', 'prefix', 'opp', 'status', 'until', 'seen', 'news', 'used', 'batch',
                  'deferred', 'record', 'update', 'invalid', 'n_offers', 'rng', 'closing', 'started', 'visible',
-                 'passed')
+                 'passed', 'at')
 
     def __init__(self, eng, role, rng):
         self.eng, self.role, self.name, self.prefix, self.rng = eng, role, role.value, role.value[0].upper(), rng
@@ -35,6 +35,7 @@ class _Party:
         self.batch, self.deferred, self.record, self.update = [], -1, None, None
         self.invalid, self.n_offers, self.closing = 0, 0, None
         self.started, self.visible, self.passed = False, False, False   # had a turn; visible now; last turn passed
+        self.at = None                  # the earliest time this batch's first landed call may land (`submit`)
 
     @property
     def now(self) -> float: return self.eng.now
@@ -287,6 +288,7 @@ def _call(self: Engine, p: _Party, c: ToolCall, turn_over: bool):
     except ToolError as e: return self._reject(p, c, e), turn_over
     lo, span = self._lat
     t = self.now + lo + span * p.rng.random()
+    if p.at is not None: t, p.at = max(t, p.at), None
     if t >= self._deadline or self.n_calls >= self._cap: return self._too_late(p, c, t), True
     self.now, self.n_calls = t, self.n_calls + 1
     p.used.add(c.name)
@@ -313,11 +315,14 @@ def _no_call(self: Engine, p: _Party):
 
 # %% ../nbs/03_engine.ipynb #620b6a46
 @patch
-def submit(self: Engine, role: Role, calls: list) -> None:
+def submit(self: Engine, role: Role, calls: list,
+           at: float | None = None,  # the first landed call lands no earlier than this (a driver on the wall clock)
+          ) -> None:
     "Carry out one batch of `role`'s calls, in order; their results wait in `take(role)`."
     if self.outcome is not None: raise BilateralError('submit after the game ended')
     if self.turn is not role: raise BilateralError(f'it is not {role}\'s turn')
     p, over = self.parties[role], False
+    p.at = at
     self.n_batches += 1
     if not isinstance(calls, (list, tuple)): calls = [] if calls is None else [calls]
     if not calls: return self._no_call(p)
@@ -326,6 +331,7 @@ def submit(self: Engine, role: Role, calls: list) -> None:
         res, over = self._call(p, c, over)
         if res is None: p.deferred = len(p.batch)
         p.batch.append(ToolResult(c.id, c.name, res))
+    p.at = None
     if over and self.outcome is None:
         self.turn, self.last = None, role
         p.passed = not p.visible
@@ -471,17 +477,26 @@ def said(t: dict) -> list[tuple]:
         if words: out.append((c.t, c.role, words[0]))
     return out
 
+# %% ../nbs/03_engine.ipynb #5e1a7c3b
+def _landed_at(c: Call) -> float | None:
+    "The `at` that makes a batch's first landed call land as recorded: its time, or past any deadline for a late one."
+    if c.landed: return c.t
+    late = isinstance(c.result, dict) and str(c.result.get('message', '')).startswith('the deadline passed')
+    return math.inf if late else None
+
 # %% ../nbs/03_engine.ipynb #493f9f25
 def _actions(log):
-    "What the drivers did, in order: ('submit', role, calls) per batch, ('fail', role, why, reason, first) per failure."
+    "What the drivers did: ('submit', role, calls, at) per batch, ('fail', role, why, reason, first) per failure."
     out, batch = [], None
     for i, rec in enumerate(map(entry, log)):
         if type(rec) is Failure: out.append(('fail', rec.role, rec.why, EndReason(rec.reason), i == 0))
         if type(rec) is not Call and type(rec) is not NoCall: continue
         if rec.batch != batch:
             batch = rec.batch
-            out.append(('submit', rec.role, []))
-        if type(rec) is Call: out[-1][2].append(ToolCall(rec.tool, rec.arguments, rec.id))
+            out.append(('submit', rec.role, [], None))
+        if type(rec) is not Call: continue
+        out[-1][2].append(ToolCall(rec.tool, rec.arguments, rec.id))
+        if out[-1][3] is None: out[-1] = (*out[-1][:3], _landed_at(rec))
     return out
 
 # %% ../nbs/03_engine.ipynb #29b71e80
@@ -498,7 +513,7 @@ def replay(t: dict) -> Engine:
         got = eng.next_turn()
         if got is None or got.value != role: raise ReplayError(f'expected {role} to act, engine says {got}')
         eng.take(got)
-        eng.submit(got, rest[0])
+        eng.submit(got, *rest)
     eng.next_turn()
     a, b = dumps(eng.transcript(t['agents'], t.get('agent_info'))), dumps(t)
     if a != b:

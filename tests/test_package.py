@@ -25,7 +25,8 @@ def test_wheel_runs_without_checkout(root, tmp_path):
     r = subprocess.run([sys.executable, '-c', code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and 'profile smoke' in r.stdout, r.stderr[-2000:]
     assert (tmp_path / 'run' / 'figures' / 'leaderboard.png').exists()
-    assert all((target / 'bilateral' / f).is_file() for f in ('view.js', 'view-game.css', 'view-page.css'))
+    assert all((target / 'bilateral' / f).is_file() for f in ('view.js', 'view-game.css', 'view-page.css', 'lab.js',
+                                                               'lab.css'))
     # the page, with the shipped script
     assert 'window.__bilateralChunk' in (tmp_path / 'run' / 'report.html').read_text()
     cells = json.loads((tmp_path / 'run' / 'report.ipynb').read_text())['cells']

@@ -1,0 +1,159 @@
+// The participant's page of `bilateral lab` (nbs/16_lab.ipynb). Every screen is drawn from the server's last message;
+// text from the session, the participant or the opponent only ever enters the page as text (textContent), never HTML.
+'use strict';
+const app = document.getElementById('app');
+const token = location.pathname.split('/').pop();
+let ws = null, state = null, got = 0, tries = 0;
+
+function el(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === 'on') for (const [ev, fn] of Object.entries(v)) e.addEventListener(ev, fn);
+    else if (v !== null && v !== undefined && v !== false) e.setAttribute(k, v === true ? '' : v);
+  }
+  for (const k of kids.flat()) if (k !== null && k !== undefined) e.append(k instanceof Node ? k : String(k));
+  return e;
+}
+const money = x => (x === null || x === undefined) ? '-' : (x < 0 ? '-$' : '$') +
+  Math.abs(x).toLocaleString('en-US', {minimumFractionDigits: 2, maximumFractionDigits: 2});
+const send = m => { if (ws && ws.readyState === 1) ws.send(JSON.stringify(m)); };
+const paras = text => String(text).split(/\n\s*\n/).map(p => el('p', {}, p));
+
+function connect() {
+  const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
+  ws = new WebSocket(`${proto}//${location.host}/ws/${token}`);
+  ws.onopen = () => { tries = 0; document.body.dataset.online = '1'; };
+  ws.onmessage = ev => { state = JSON.parse(ev.data); got = performance.now(); draw(); };
+  ws.onclose = () => {
+    document.body.dataset.online = '0';
+    setTimeout(connect, Math.min(3000, 250 * 2 ** tries++));   // reload or lost connection: back to the same place
+  };
+}
+
+function consent(s) {
+  return [el('h1', {}, 'Consent'), ...paras(s.text),
+    el('button', {id: 'agree', on: {click: () => send({type: 'consent', agree: true})}}, 'I agree to take part'),
+    el('button', {id: 'decline', class: 'quiet', on: {click: () => send({type: 'consent', agree: false})}},
+       'I do not agree')];
+}
+
+function instructions(s) {
+  const form = el('form', {id: 'quiz'});
+  s.quiz.forEach((q, i) => {
+    const opts = q.options.map(o => el('label', {}, el('input', {type: 'radio', name: `q${i}`, value: o}), ' ', o));
+    form.append(el('fieldset', {class: s.wrong.includes(i) ? 'wrong' : null}, el('legend', {}, q.q), ...opts));
+  });
+  form.append(el('button', {id: 'check', type: 'submit'}, 'Check my answers'));
+  form.addEventListener('submit', ev => {
+    ev.preventDefault();
+    const answers = s.quiz.map((q, i) => (form.querySelector(`input[name=q${i}]:checked`) || {}).value || null);
+    send({type: 'quiz', answers});
+  });
+  const note = s.wrong.length ? el('p', {class: 'error', id: 'wrong'},
+    `Please look again at question(s) ${s.wrong.map(i => i + 1).join(', ')}.`) : null;
+  return [el('h1', {}, 'Instructions'), ...paras(s.text),
+    el('p', {}, `You play ${s.games} game(s) of at most ${s.deadline} seconds. You receive ${money(s.fee)} plus ` +
+       `${money(s.rate)} for each dollar of surplus you make.`), el('h2', {}, 'A short check'), note, form];
+}
+
+const words = {offer: 'offers', message: 'says', accept: 'accepts', reject: 'rejects', quit: 'quits'};
+function history(h) {
+  const rows = h.map(a => el('tr', {class: a.who},
+    el('td', {}, a.t === null || a.t === undefined ? '' : `${Number(a.t).toFixed(1)}s`),
+    el('td', {}, a.who === 'you' ? 'You' : 'They'),
+    el('td', {}, words[a.action] || a.action, a.price !== null && a.price !== undefined ? ` ${money(a.price)}` : '',
+       a.offer_id ? ` (${a.offer_id})` : ''),
+    el('td', {class: 'text'}, a.text || '')));
+  return el('table', {id: 'history'}, el('tr', {}, el('th', {}, 'time'), el('th', {}, 'who'), el('th', {}, 'action'),
+    el('th', {}, 'message')), ...rows);
+}
+
+function act(tool, args, thenWait) { send({type: 'act', tool, args, then_wait: thenWait}); }
+const num = v => (v.trim() !== '' && isFinite(Number(v))) ? Number(v) : v;   // what is not a number stays text
+
+function actions(s) {
+  const mine = s.your_turn && !s.over, theirs = s.their_offer;
+  const price = el('input', {id: 'price', type: 'text', inputmode: 'decimal', placeholder: 'price', size: 8});
+  const note = el('input', {id: 'note', type: 'text', placeholder: 'message with the offer (optional)', size: 30});
+  const say = el('input', {id: 'say', type: 'text', placeholder: 'message', size: 40});
+  const reason = el('input', {id: 'reason', type: 'text', placeholder: 'reason (optional)', size: 20});
+  const secs = el('input', {id: 'secs', type: 'text', inputmode: 'decimal', placeholder: 'seconds', size: 5});
+  const dis = !mine;
+  const textArg = (k, inp) => inp.value ? {[k]: inp.value} : {};
+  return el('div', {id: 'actions', class: mine ? 'live' : 'idle'},
+    el('p', {id: 'turn'}, s.over ? '' : mine ? 'Your move.' : 'Waiting for the other side...'),
+    el('div', {}, '$', price, note, el('button', {id: 'offer', disabled: dis,
+      on: {click: () => act('make_offer', {price: num(price.value), ...textArg('note', note)}, true)}}, 'Make offer')),
+    el('div', {}, el('button', {id: 'accept', disabled: dis || !theirs,
+      on: {click: () => act('accept_offer', {offer_id: theirs.offer_id})}},
+      theirs ? `Accept their offer of ${money(theirs.price)}` : 'Accept their offer'),
+      reason, el('button', {id: 'reject', disabled: dis || !theirs,
+      on: {click: () => act('reject_offer', {offer_id: theirs.offer_id, ...textArg('reason', reason)}, true)}},
+      'Reject their offer')),
+    el('div', {}, say, el('button', {id: 'send', disabled: dis,
+      on: {click: () => act('send_message', {text: say.value}, true)}}, 'Send message')),
+    el('div', {}, el('button', {id: 'waitreply', disabled: dis, on: {click: () => act('wait_for_response', {})}},
+      'Wait for their reply'), secs, el('button', {id: 'wait', disabled: dis,
+      on: {click: () => act('wait', {seconds: num(secs.value)})}}, 'Wait seconds'),
+      el('button', {id: 'quit', class: 'quiet', disabled: dis, on: {click: () => act('quit_negotiation', {})}},
+      'Leave this negotiation')));
+}
+
+function over(s) {
+  const o = s.over;
+  const what = o.deal ? `Deal at ${money(o.price)}.` : `No deal (${o.reason}).`;
+  return el('div', {id: 'over'}, el('h2', {}, 'The game is over'), el('p', {}, what,
+    o.scored ? ` Your surplus: ${money(o.surplus)}.` : ' This game could not be played; it is not counted.'),
+    el('button', {id: 'next', on: {click: () => send({type: 'next'})}}, 'Continue'));
+}
+
+function game(s) {
+  const label = s.private.label;
+  return [el('h1', {}, `Game ${s.k}: you are the ${s.role}`),
+    el('section', {id: 'item'}, el('h2', {}, s.item.title), el('p', {class: 'cat'}, s.item.category),
+      el('p', {}, s.item.description), el('p', {}, 'Listed at ', el('b', {}, money(s.item.listing)))),
+    el('p', {id: 'private'}, `${label[0].toUpperCase()}${label.slice(1)} (private): `,
+      el('b', {}, money(s.private.amount))),
+    el('p', {id: 'clock'}),
+    el('div', {id: 'offers'}, el('p', {}, 'Your standing offer: ', el('b', {id: 'yours'},
+      s.your_offer ? `${money(s.your_offer.price)} (${s.your_offer.offer_id})` : 'none')),
+      el('p', {}, 'Their standing offer: ', el('b', {id: 'theirs'},
+      s.their_offer ? `${money(s.their_offer.price)} (${s.their_offer.offer_id})` : 'none'))),
+    ...s.errors.map(e => el('p', {class: 'error'}, `Not done: ${e.text}`)),
+    s.over ? over(s) : actions(s), history(s.history)];
+}
+
+function payoff(s) {
+  const rows = s.games.map(g => el('tr', {}, el('td', {}, g.k), el('td', {}, g.role), el('td', {}, g.reason),
+    el('td', {}, money(g.price)), el('td', {}, money(g.surplus))));
+  return [el('h1', {}, 'Thank you'), el('p', {id: 'payoff'}, 'Your payment: ', el('b', {}, money(s.payoff))),
+    el('p', {}, `${money(s.fee)} for taking part, plus ${money(s.rate)} per dollar of surplus.`),
+    el('table', {}, el('tr', {}, ...['game', 'role', 'end', 'price', 'surplus'].map(h => el('th', {}, h))), ...rows)];
+}
+
+const screens = {consent, instructions, game, payoff,
+  declined: () => [el('h1', {}, 'Thank you'), el('p', {}, 'You chose not to take part. You may close this page.')],
+  waiting: s => [el('h1', {}, 'Please wait'), el('p', {}, s.why || 'Your next game is being prepared.')]};
+
+function draw() {
+  const keep = {};
+  for (const id of ['price', 'note', 'say', 'reason', 'secs']) {
+    const e = document.getElementById(id);
+    if (e) keep[id] = e.value;
+  }
+  app.replaceChildren(...(screens[state.stage] || screens.waiting)(state));
+  app.dataset.stage = state.stage;
+  app.dataset.turn = state.your_turn ? '1' : '0';
+  for (const [id, v] of Object.entries(keep)) { const e = document.getElementById(id); if (e) e.value = v; }
+  tick();
+}
+
+function tick() {   // the clock runs on between messages at wall-clock pace, as the server's does
+  const c = document.getElementById('clock');
+  if (!c || !state || state.stage !== 'game') return;
+  const live = state.over ? 0 : (performance.now() - got) / 1000;
+  const now = Math.min(state.deadline, (state.clock ?? state.now) + live);
+  c.textContent = `Clock: ${now.toFixed(0)} s of ${state.deadline} s (${Math.max(0, state.deadline - now).toFixed(0)} s left)`;
+}
+setInterval(tick, 250);
+connect();
