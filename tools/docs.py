@@ -46,7 +46,8 @@ def process(src: Path, dst: Path) -> bool:
     try:
         try: exec_nb(src, dst, FilterDefaults)
         except Exception as e:
-            print(f'docs: {src.name}: {str(e).splitlines()[0]}: rendered without its API entries', file=sys.stderr)
+            said = str(e).splitlines() or ['']
+            print(f'docs: {src.name}: {said[0]} {said[-1]}: rendered without its API entries', file=sys.stderr)
             exec_nb(src, dst, NoExec)
             return False
         return True
