@@ -33,12 +33,24 @@ def pages(only=None) -> list[Path]:
     want = {(NBS / o).resolve() if not Path(o).is_absolute() else Path(o) for o in only}
     return [p for p in every if p.resolve() in want]
 
-def process(src: Path, dst: Path) -> None:
-    "nbdev's processing of one notebook for its docs page (what `nbdev-proc-nbs` does before Quarto renders)."
+def process(src: Path, dst: Path) -> bool:
+    """nbdev's processing of one notebook for its docs page (what `nbdev-proc-nbs` does before Quarto renders). nbdev
+    runs the cells its `show_doc` entries need: the exported ones and every cell with an import. Where one of those
+    fails (a cell that imports and also uses a name an earlier, unrun cell made), the page is processed without
+    running anything, so it keeps its text, code and outputs but not its API entries; returns False then."""
     from nbdev.serve_drv import exec_nb
-    from nbdev.processors import FilterDefaults
+    from nbdev.processors import FilterDefaults, exec_show_docs
+    class NoExec(FilterDefaults):
+        def base_procs(self): return [p for p in super().base_procs() if p is not exec_show_docs]
     os.environ['IN_TEST'] = '1'
-    try: exec_nb(src, dst, FilterDefaults)
+    try:
+        try: exec_nb(src, dst, FilterDefaults)
+        except Exception as e:
+            said = str(e).splitlines() or ['']
+            print(f'docs: {src.name}: {said[0]} {said[-1]}: rendered without its API entries', file=sys.stderr)
+            exec_nb(src, dst, NoExec)
+            return False
+        return True
     finally: del os.environ['IN_TEST']
 
 def front(nb: dict) -> dict:
