@@ -30,6 +30,11 @@ def default_cache_path() -> Path:
     return Path(os.environ.get('BILATERAL_CACHE') or Path.home() / '.cache' / 'bilateral' / 'llm.sqlite')
 
 # %% ../nbs/06_llm.ipynb #f2300b04
+def _proc_start(pid: int) -> str:
+    "When process `pid` started (clock ticks after boot, from /proc), so that a later process of that number differs."
+    try: return Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[19]
+    except (OSError, IndexError): return ''
+
 class LLMCache:
     "A content-addressed store of model replies, and the claims of requests in flight in any process that shares it."
     def __init__(self, path: str | Path | None = None):
@@ -41,7 +46,8 @@ class LLMCache:
         self.con.execute('CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, reply TEXT NOT NULL)')
         self.con.execute('CREATE TABLE IF NOT EXISTS claims (key TEXT PRIMARY KEY, owner TEXT NOT NULL, '
                          'until REAL NOT NULL)')
-        self.owner = f'{socket.gethostname()} {os.getpid()} {os.urandom(4).hex()}'   # host, process, this cache
+        pid = os.getpid()
+        self.owner = f'{socket.gethostname()} {pid} {_proc_start(pid)} {os.urandom(4).hex()}'   # host, process, cache
     @staticmethod
     def key(**parts) -> str: return hashlib.sha256(dumps(parts).encode()).hexdigest()
 
@@ -63,13 +69,13 @@ def put(self: LLMCache, key: str, reply: Reply) -> Reply:
 
 # %% ../nbs/06_llm.ipynb #2c096a41
 def _alive(owner: str) -> bool:
-    "Whether the owner of a claim may still run: a process of another host, or a live process of this one."
-    host, pid, _ = owner.split(' ')
+    "Whether the owner of a claim may still run: a process of another host, or this host's process (not a new one)."
+    host, pid, started, _ = owner.split(' ')
     if host != socket.gethostname(): return True
     try: os.kill(int(pid), 0)
     except ProcessLookupError: return False
-    except PermissionError: return True
-    return True
+    except PermissionError: pass
+    return not started or _proc_start(int(pid)) in ('', started)      # its number taken by a later process: gone
 @patch
 def claim(self: LLMCache, key: str, until: float) -> bool:
     "Claim the request `key` until `until` (a `time.time()`); False while another owner, alive, holds it."
