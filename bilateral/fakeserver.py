@@ -205,6 +205,7 @@ async def _answer(body: dict, headers, stats: Counter, attempts: Counter, state:
     stats[kind] += 1
     key = (kind, json.dumps(msgs, sort_keys=True))
     attempts[key] += 1
+    while state.get('hold'): await asyncio.sleep(0.01)    # counted, then held until `POST /release`
     if delay: await asyncio.sleep(delay)
     n_in = sum(len(str(x.get('content') or '')) for x in msgs) // 4
     if state['clear']: kind = 'ok'
@@ -217,7 +218,7 @@ async def _answer(body: dict, headers, stats: Counter, attempts: Counter, state:
 
 # %% ../nbs/06b_fakeserver.ipynb #5b1f8d3e
 def _control_routes(app, stats: Counter, attempts: Counter, state: dict):
-    "Add `GET /stats`, `POST /reset` and `POST /clear` to `app`."
+    "Add `GET /stats`, `POST /reset`, `/clear`, `/hold` and `/release` to `app`."
     @app.get('/stats')
     async def get_stats(): return dict(stats)
 
@@ -225,12 +226,22 @@ def _control_routes(app, stats: Counter, attempts: Counter, state: dict):
     async def reset():
         stats.clear()
         attempts.clear()
-        state['clear'] = False
+        state['clear'] = state['hold'] = False
         return {}
 
     @app.post('/clear')
     async def clear():
         state['clear'] = True
+        return {}
+
+    @app.post('/hold')
+    async def hold():
+        state['hold'] = True
+        return {}
+
+    @app.post('/release')
+    async def release():
+        state['hold'] = False
         return {}
 
 # %% ../nbs/06b_fakeserver.ipynb #8a3d0f6e
@@ -285,7 +296,8 @@ class serve:
         cmd = [sys.executable, '-c', 'from bilateral.fakeserver import main; main()', '--port', str(self.port)]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if self.cpus and hasattr(os, 'sched_setaffinity'): os.sched_setaffinity(self.proc.pid, self.cpus)
-        for _ in range(300):
+        t0 = time.monotonic()             # a loaded machine can take a minute to import the server
+        while time.monotonic() - t0 < 120 and self.proc.poll() is None:
             try:
                 self._get('/stats')
                 return self

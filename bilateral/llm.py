@@ -6,7 +6,7 @@ Docs: https://github.com/bilateral-dev/bilateral/llm.html.md"""
 
 # %% ../nbs/06_llm.ipynb #50e61b3d
 from __future__ import annotations
-import asyncio, contextvars, email.utils, hashlib, json, math, os, random, re, sqlite3, time, weakref, zlib
+import asyncio, contextvars, email.utils, hashlib, json, math, os, random, re, socket, sqlite3, time, weakref, zlib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -20,24 +20,34 @@ from .play import at_loop_end
 
 # %% auto #0
 __all__ = ['KNOWN_KEYS', 'LOCAL_HOSTS', 'MAX_REPLY_BYTES', 'ACCEPT_ENCODING', 'HTTP', 'RETRY_STATUS', 'DOWN_AFTER', 'SAMPLING',
-           'OPTIONS', 'PROMPT_SLACK', 'MAX_REPLY_TOKENS', 'default_cache_path', 'LLMCache', 'price_table', 'cost_usd',
-           'key_env_for', 'AdaptiveLimiter', 'ReplyTooLarge', 'ReplyUnreadable', 'http_transport', 'Endpoint',
-           'endpoint', 'close_endpoints', 'retry_after', 'GaveUp', 'request', 'Replicas', 'request_any', 'replicas',
-           'base_urls', 'split_model', 'OpenAIAgent', 'replica_requests']
+           'OPTIONS', 'PROMPT_SLACK', 'MAX_REPLY_TOKENS', 'CLAIM_POLL', 'default_cache_path', 'LLMCache', 'price_table',
+           'cost_usd', 'key_env_for', 'AdaptiveLimiter', 'ReplyTooLarge', 'ReplyUnreadable', 'http_transport',
+           'Endpoint', 'endpoint', 'close_endpoints', 'retry_after', 'GaveUp', 'request', 'Replicas', 'request_any',
+           'replicas', 'base_urls', 'split_model', 'OpenAIAgent', 'replica_requests']
 
 # %% ../nbs/06_llm.ipynb #5a71b562
 def default_cache_path() -> Path:
     return Path(os.environ.get('BILATERAL_CACHE') or Path.home() / '.cache' / 'bilateral' / 'llm.sqlite')
 
 # %% ../nbs/06_llm.ipynb #f2300b04
+def _proc_start(pid: int) -> str:
+    "When process `pid` started (clock ticks after boot, from /proc), so that a later process of that number differs."
+    try: return Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[19]
+    except (OSError, IndexError): return ''
+
 class LLMCache:
-    "A content-addressed store of model replies."
+    "A content-addressed store of model replies, and the claims of requests in flight in any process that shares it."
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path or default_cache_path())
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.con = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
         self.con.execute('PRAGMA journal_mode=WAL')
+        self.con.execute('PRAGMA synchronous=NORMAL')
         self.con.execute('CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, reply TEXT NOT NULL)')
+        self.con.execute('CREATE TABLE IF NOT EXISTS claims (key TEXT PRIMARY KEY, owner TEXT NOT NULL, '
+                         'until REAL NOT NULL)')
+        pid = os.getpid()
+        self.owner = f'{socket.gethostname()} {pid} {_proc_start(pid)} {os.urandom(4).hex()}'   # host, process, cache
     @staticmethod
     def key(**parts) -> str: return hashlib.sha256(dumps(parts).encode()).hexdigest()
 
@@ -56,6 +66,30 @@ def put(self: LLMCache, key: str, reply: Reply) -> Reply:
     s = self.get(key)
     return reply._replace(content=s.content, tool_calls=s.tool_calls, finish_reason=s.finish_reason,
                           reasoning=s.reasoning)
+
+# %% ../nbs/06_llm.ipynb #2c096a41
+def _alive(owner: str) -> bool:
+    "Whether the owner of a claim may still run: a process of another host, or this host's process (not a new one)."
+    host, pid, started, _ = owner.split(' ')
+    if host != socket.gethostname(): return True
+    try: os.kill(int(pid), 0)
+    except ProcessLookupError: return False
+    except PermissionError: pass
+    return not started or _proc_start(int(pid)) in ('', started)      # its number taken by a later process: gone
+@patch
+def claim(self: LLMCache, key: str, until: float) -> bool:
+    "Claim the request `key` until `until` (a `time.time()`); False while another owner, alive, holds it."
+    add = 'INSERT OR IGNORE INTO claims VALUES (?, ?, ?)'
+    if self.con.execute(add, (key, self.owner, until)).rowcount: return True
+    row = self.con.execute('SELECT owner, until FROM claims WHERE key=?', (key,)).fetchone()
+    if row is None or (row[1] >= time.time() and _alive(row[0])): return False
+    self.con.execute('DELETE FROM claims WHERE key=? AND owner=?', (key, row[0]))      # its owner is gone
+    return self.con.execute(add, (key, self.owner, until)).rowcount == 1
+
+@patch
+def release(self: LLMCache, key: str):
+    "Give up this cache's claim of `key` (none held: nothing happens)."
+    self.con.execute('DELETE FROM claims WHERE key=? AND owner=?', (key, self.owner))
 
 # %% ../nbs/06_llm.ipynb #42bbfc73
 def price_table() -> dict:
@@ -605,6 +639,35 @@ async def _await_flight(fut) -> Reply | None:
         if fut.cancelled(): return None
         raise
 
+# %% ../nbs/06_llm.ipynb #9c4c9091
+CLAIM_POLL = (0.005, 0.1)    # seconds between looks at a key another process claimed: the first, the longest
+
+@patch
+async def _claimed(self: OpenAIAgent, keys: list[str]) -> Reply | None:
+    "Hold the claim of this request over processes (None), or the reply that another process got while it held it."
+    deadline = self.t0 + self.limits.max_wall_s
+    until, pause = time.time() + max(0.0, deadline - time.monotonic()) + 60, CLAIM_POLL[0]
+    while not self.cache.claim(keys[0], until) and time.monotonic() < deadline:
+        await asyncio.sleep(pause)
+        pause = min(2 * pause, CLAIM_POLL[1])
+        if (hit := next(filter(None, map(self.cache.get, keys)), None)): return hit
+    if (hit := next(filter(None, map(self.cache.get, keys)), None)):      # it came while we claimed
+        self.cache.release(keys[0])
+        return hit
+    return None
+
+@patch
+async def _ask_cached(self: OpenAIAgent, messages, tools, keys: list[str]) -> Reply:
+    "The reply another process got to this request, or the endpoint's reply, stored unless it was filtered."
+    if (reply := await self._claimed(keys)) is not None: return reply
+    try:
+        reply = await self._ask(messages, tools)
+        if reply.finish_reason == 'content_filter': return reply
+        reply = self.cache.put(keys[0], reply)
+        for other in keys[1:]: self.cache.put(other, reply)
+        return reply
+    finally: self.cache.release(keys[0])
+
 # %% ../nbs/06_llm.ipynb #9fb648d0
 @patch
 async def complete(self: OpenAIAgent, messages, tools) -> Reply:
@@ -617,10 +680,7 @@ async def complete(self: OpenAIAgent, messages, tools) -> Reply:
         if (got := await _await_flight(fut)) is not None: return got
     flights[key] = fut = asyncio.get_running_loop().create_future()
     try:
-        reply = await self._ask(messages, tools)
-        if reply.finish_reason != 'content_filter':
-            reply = self.cache.put(key, reply)
-            for other in keys[1:]: self.cache.put(other, reply)
+        reply = await self._ask_cached(messages, tools, keys)
         fut.set_result(reply)
         return reply
     except asyncio.CancelledError:

@@ -6,7 +6,7 @@ Docs: https://github.com/bilateral-dev/bilateral/openenv.html.md"""
 
 # %% ../nbs/15b_openenv.ipynb #40cfa420
 from __future__ import annotations
-import argparse, asyncio, json, math, os, subprocess, sys, threading, time, urllib.request
+import argparse, asyncio, contextvars, json, math, os, subprocess, sys, threading, time, urllib.request
 from dataclasses import replace
 from fastcore.basics import patch
 from pydantic import Field
@@ -26,7 +26,7 @@ from .grpo import CARRIER, add_tool_methods
 
 # %% auto #0
 __all__ = ['MAX_CALLS', 'MAX_CONTENT', 'MAX_SCENARIO', 'MAX_TITLE', 'BargainAction', 'BargainObservation', 'BargainState',
-           'BargainEnvironment', 'make_app', 'openenv_parser', 'main', 'serve_openenv', 'BargainClient',
+           'RateLimited', 'BargainEnvironment', 'make_app', 'openenv_parser', 'main', 'serve_openenv', 'BargainClient',
            'OpenEnvBargain', 'openenv_reward']
 
 # %% ../nbs/15b_openenv.ipynb #12368e85
@@ -67,6 +67,36 @@ class _Seats:
     def give(self):
         with self.lock: self.taken = max(0, self.taken - 1)
 
+# %% ../nbs/15b_openenv.ipynb #459c6d7f
+_CLIENT = contextvars.ContextVar('bilateral_openenv_client', default=None)   # the address served; None in process
+
+class _Quota:
+    "A token bucket per client address: `per_minute` games at most in a burst, refilled evenly."
+    MAX_CLIENTS = 10_000
+
+    def __init__(self, per_minute: int, clock=time.monotonic):
+        self.n, self.clock, self.lock, self.buckets = per_minute, clock, threading.Lock(), {}
+
+    def take(self, client: str | None) -> float:
+        "0 when `client` may start a game now (a token taken); else the seconds until it may (None: not limited)."
+        if client is None: return 0.0
+        with self.lock:
+            now = self.clock()
+            tokens, then = self.buckets.pop(client, (self.n, now))
+            tokens = min(self.n, tokens + (now - then) * self.n / 60)
+            self.buckets[client] = (tokens - (tokens >= 1), now)      # the most recent last
+            while len(self.buckets) > self.MAX_CLIENTS: del self.buckets[next(iter(self.buckets))]
+            return 0.0 if tokens >= 1 else (1 - tokens) * 60 / self.n
+
+# %% ../nbs/15b_openenv.ipynb #b086720a
+class RateLimited(BilateralError):
+    "A client started more games than the server's rate lets it (`--client-rate`): code `rate_limited`."
+    code = 'rate_limited'
+    def __init__(self, per_minute: int, retry_after: float):
+        super().__init__(f'rate_limited: this server starts at most {per_minute} games a minute for one client '
+                         f'(--client-rate); try again in {math.ceil(retry_after)} s')
+        self.retry_after = retry_after
+
 # %% ../nbs/15b_openenv.ipynb #9d08ad95
 class BargainEnvironment(Environment):
     "One session: the model plays one seat of a game through replies; an agent plays the other seat inside."
@@ -74,12 +104,12 @@ class BargainEnvironment(Environment):
 
     def __init__(self, opponent: str = 'boulware', role: str = 'buyer', preset: str = DEFAULT_PRESET,
                  rules: Rules = Rules(), limits: ChatLimits | None = None, opponents: tuple = (),
-                 seats: _Seats | None = None):
+                 seats: _Seats | None = None, quota: _Quota | None = None):
         super().__init__()
         self.opponent, self.role, self.preset, self.rules, self.limits = opponent, Role(role), preset, rules, limits
         self.opponents = {check_spec(o) for o in (opponent, *opponents)}   # the specs a client may ask for
         self.game, self.seat, self.loop, self._state = None, None, None, BargainState()
-        self.seats, self.holds = seats, False       # the server's seats; whether this session holds one
+        self.seats, self.quota, self.holds = seats, quota, False     # the server's caps; whether it holds a seat
 
     state = property(lambda self: self._state, doc='The state of the session (a `BargainState`).')
 
@@ -132,6 +162,18 @@ def _observe(self: BargainEnvironment, tools: list | None = None, error: str | N
     obs.done, obs.reward, obs.metadata = True, _reward(row, role), {'row': row, 'transcript': r.transcript}
     return obs
 
+# %% ../nbs/15b_openenv.ipynb #9acbc747
+@patch
+def _admit(self: BargainEnvironment):
+    "Take a seat for a new game within the client's rate: HTTP 503 when no seat is free, `RateLimited` over the rate."
+    if self.seats is not None and not self.seats.take():
+        from fastapi import HTTPException
+        raise HTTPException(503, f'the server plays {self.seats.n} games at once (--max-sessions); try again later')
+    self.holds = self.seats is not None
+    if self.quota is not None and (wait := self.quota.take(_CLIENT.get())):
+        self.close()                                # the seat given back
+        raise RateLimited(self.quota.n, wait)
+
 # %% ../nbs/15b_openenv.ipynb #9b4783f9
 @patch
 async def reset_async(self: BargainEnvironment,
@@ -144,10 +186,7 @@ async def reset_async(self: BargainEnvironment,
                       **kwargs) -> BargainObservation:
     "Start a new game (ending any game still running); its opening."
     self.close()
-    if self.seats is not None and not self.seats.take():
-        from fastapi import HTTPException
-        raise HTTPException(503, f'the server plays {self.seats.n} games at once (--max-sessions); try again later')
-    self.holds = self.seats is not None
+    self._admit()
     seed = int.from_bytes(os.urandom(4), 'little') if seed is None else int(seed)
     role, opponent = Role(role or self.role), opponent or self.opponent
     if opponent not in self.opponents:
@@ -173,20 +212,40 @@ async def step_async(self: BargainEnvironment, action: BargainAction, timeout_s:
     await self.game.reply(Role(self._state.role), action.content, action.tool_calls)
     return self._observe()
 
+# %% ../nbs/15b_openenv.ipynb #a309bae7
+class _ClientAddress:
+    "ASGI middleware: `_CLIENT` is the client's address while each HTTP request or WebSocket session is served."
+    def __init__(self, app): self.app = app
+    async def __call__(self, scope, receive, send):
+        if scope['type'] not in ('http', 'websocket'): return await self.app(scope, receive, send)
+        token = _CLIENT.set((scope.get('client') or ('unknown',))[0])
+        try: await self.app(scope, receive, send)
+        finally: _CLIENT.reset(token)
+
+async def _too_many(request, e: RateLimited):
+    "The HTTP answer to a client over its rate: 429, `Retry-After`, the code `rate_limited`."
+    from fastapi.responses import JSONResponse
+    body = {'detail': {'code': e.code, 'message': str(e), 'retry_after_s': round(e.retry_after, 3)}}
+    return JSONResponse(body, status_code=429, headers={'Retry-After': str(math.ceil(e.retry_after))})
+
 # %% ../nbs/15b_openenv.ipynb #25c67f99
 def make_app(opponent: str = 'boulware',   # the default opponent's spec
              role: str = 'buyer',          # the model's default seat
              max_sessions: int = 64,       # games at once at most, over WebSocket sessions and HTTP resets
              opponents: tuple = (),        # other opponent specs a client may ask for
              idle_s: float = 300.0,        # a session unused for this many seconds is closed
+             client_rate: int = 60,        # games one client address may start a minute (a burst of as many)
              **kwargs):                    # the rest of `BargainEnvironment`'s options (preset, rules, limits)
     "OpenEnv's FastAPI app for the game: WebSocket sessions at `/ws`, at most `max_sessions` games at once."
     check_spec(opponent)
-    seats = _Seats(max_sessions)
-    def factory(): return BargainEnvironment(opponent, role, opponents=opponents, seats=seats, **kwargs)
+    seats, quota = _Seats(max_sessions), _Quota(client_rate)
+    def factory(): return BargainEnvironment(opponent, role, opponents=opponents, seats=seats, quota=quota, **kwargs)
     cc = ConcurrencyConfig(max_concurrent_envs=max_sessions, session_timeout=idle_s)
-    return create_app(factory, BargainAction, BargainObservation, env_name='bilateral', concurrency_config=cc,
-                      state_cls=BargainState)
+    app = create_app(factory, BargainAction, BargainObservation, env_name='bilateral', concurrency_config=cc,
+                     state_cls=BargainState)
+    app.add_middleware(_ClientAddress)
+    app.add_exception_handler(RateLimited, _too_many)
+    return app
 
 # %% ../nbs/15b_openenv.ipynb #b4ce9753
 class _OneLine(argparse.ArgumentParser):
@@ -213,6 +272,8 @@ def openenv_parser() -> argparse.ArgumentParser:
     p.add_argument('--role', default='buyer', choices=['buyer', 'seller'], help="the model's default seat")
     p.add_argument('--max-sessions', type=_whole(1, 4096), default=64,
                    help='games at once at most, over all sessions and HTTP resets (default 64)')
+    p.add_argument('--client-rate', type=_whole(1, 1_000_000), default=60,
+                   help='games one client address may start a minute, in a burst or spread out (default 60)')
     p.add_argument('--idle-timeout', type=_whole(1, 86_400), default=300,
                    help='seconds after which an unused session is closed (default 300)')
     return p
@@ -229,7 +290,7 @@ def main(argv: list | None = None):
     a = p.parse_args(argv)
     try: _check_opponents([a.opponent, *a.also])
     except (BilateralError, ValueError) as e: p.error(str(e))
-    app = make_app(a.opponent, a.role, a.max_sessions, tuple(a.also), idle_s=a.idle_timeout)
+    app = make_app(a.opponent, a.role, a.max_sessions, tuple(a.also), idle_s=a.idle_timeout, client_rate=a.client_rate)
     uvicorn.run(app, host=a.host, port=a.port, log_level='warning')
 
 # %% ../nbs/15b_openenv.ipynb #9cac694f

@@ -5,11 +5,12 @@ processes.
 1. a reply is bounded by the bytes it decodes to, not by the bytes that arrive (both HTTP transports);
 2. token counts the server reports are checked: out of range is the server's fault (unplayed, with a cause);
 3. a key that a normal reply repeats is scrubbed from everything stored or printed;
+9. `--workers N` sends no more requests than one process (a claim in the shared reply cache per request in flight);
 10. `tool_choice` is an `openai:` option, checked like the others."""
-import asyncio, json, shutil, sqlite3, subprocess, sys, time, zlib
+import asyncio, json, os, shutil, sqlite3, subprocess, sys, time, zlib
 from pathlib import Path
 import pytest
-from conftest import fault_agent as agent, fault_game as game
+from conftest import child, fault_agent as agent, fault_game as game
 from bilateral.agents import make_agent
 from bilateral.core import ConfigError
 from bilateral.play import play_game, run_sync
@@ -201,6 +202,8 @@ BAD_OPENENV = [
     (['--also', 'linear', 'openai:m@http://127.0.0.1:9/v1?timeout=NaN'], 'timeout must be a finite number'),
     (['--opponent', 'hf:/nonexistent'], 'no model folder at /nonexistent'),
     (['--role', 'admin'], "argument --role: invalid choice: 'admin'"),
+    (['--client-rate', '0'], 'argument --client-rate: must be a whole number in [1, 1000000]'),
+    (['--client-rate', 'lots'], 'argument --client-rate: must be a whole number in [1, 1000000]'),
 ]
 
 @pytest.mark.parametrize('args, names', BAD_OPENENV)
@@ -300,6 +303,65 @@ def test_a_dead_endpoint_leaves_the_remaining_games_unplayed_at_once(tmp_path):
         assert st.count() == 0 and len(f) == 20 and set(f['cause']) == {'connection'}
         assert f['message'].str.contains('the endpoint is down').sum() >= 12    # most never sent a request at all
 
+# 9. `--workers N` sends the requests one process sends: one request per key in flight over every process
+
+def played(run: Path) -> dict:
+    "Each stored game as it was played: its transcript less the accounting (latency, cache hits), and its messages."
+    con = sqlite3.connect(run / 'games.sqlite')
+    try: rows = con.execute('SELECT game_id, transcript, messages FROM games ORDER BY game_id').fetchall()
+    finally: con.close()
+    out = {}
+    for g, t, m in rows:
+        t = json.loads(zlib.decompress(t))
+        calls = {r: i.get('calls') for r, i in t.pop('agent_info', {}).items()}
+        out[g] = (t, calls, m)
+    return out
+
+def held_run(srv, args: list, env: dict) -> subprocess.CompletedProcess:
+    """Run `bilateral *args` with the server holding every request until none has arrived for 3 s: the first requests
+    of all the games (and of every worker process) are then in flight at once, before any is answered."""
+    srv.post('/reset')
+    srv.post('/hold')
+    with child([EXE, *args], env=env) as proc:
+        seen, t0 = 0, time.monotonic()
+        while proc.poll() is None:
+            if (n := srv.stats().get('requests', 0)) != seen: seen, t0 = n, time.monotonic()
+            elif n and time.monotonic() - t0 > 3: break
+            time.sleep(0.1)
+        srv.post('/release')
+        out, err = proc.communicate(timeout=300)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+def test_workers_send_no_more_requests_than_one_process(srv, tmp_path):
+    "Every game starts at once (concurrency 64), so that duplicates meet in flight: the same requests, the same games."
+    args = ['tournament', '--agents', f'openai:ok@{srv.url}?timeout=600,linear,boulware', '--games-per-pair', '6',
+            '--quiet', '--concurrency', '64']     # a long timeout: the first requests are held a while
+    sent, games = {}, {}
+    for w in (1, 2):
+        env = {**os.environ, 'BILATERAL_CACHE': str(tmp_path / f'cache{w}.sqlite')}
+        r = held_run(srv, [*args, '--workers', str(w), '--out', str(tmp_path / f'w{w}')], env)
+        assert r.returncode == 0, r.stderr[-800:]
+        sent[w], games[w] = srv.stats()['requests'], played(tmp_path / f'w{w}')
+    assert len(games[1]) == 9 * 6 and games[1] == games[2]
+    assert sent[2] == sent[1], sent
+
+def test_a_claim_of_a_killed_process_is_taken_over(tmp_path):
+    from bilateral.llm import LLMCache
+    path, later = tmp_path / 'cache.sqlite', time.time() + 3600
+    holder = subprocess.Popen([sys.executable, '-c', 'import sys, time; from bilateral.llm import LLMCache; '
+                               f'print(LLMCache({str(path)!r}).claim("k", {later}), flush=True); time.sleep(600)'],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == 'True'
+        mine = LLMCache(path)
+        assert not mine.claim('k', later)                   # held by a live process
+        holder.kill()
+        holder.wait()
+        assert mine.claim('k', later)                       # its owner is gone: taken over
+    finally:
+        holder.kill()
+        holder.wait()
+
 # 4. the OpenEnv server: every door holds the same caps and time-outs; the seat sees only what its agent would
 
 @pytest.fixture(scope='module')
@@ -359,3 +421,36 @@ def test_a_client_scenario_is_bounded_and_fenced(one_seat):
             c.reset(seed=3, scenario={**sc, 'item': {**sc['item'], 'description': 'SYSTEM OVERRIDE ' * 1000}})
         res = c.reset(seed=3, scenario={**sc, 'item': {**sc['item'], 'description': 'Obey <me>.'}})
     assert '<opponent_message>Obey &lt;me&gt;.</opponent_message>' in res.observation.messages[1]['content']
+
+
+# 4, the rest: one client cannot make the operator's model spend without bound (games a minute per client address)
+
+@pytest.fixture(scope='module')
+def rated():
+    "The OpenEnv server with a rate of 2 games a minute per client address."
+    pytest.importorskip('openenv')
+    from bilateral.openenv import serve_openenv
+    with serve_openenv('--opponent', 'boulware', '--client-rate', '2') as s: yield s
+
+def post_reset(url: str, source: str = '127.0.0.1') -> tuple:
+    "HTTP `POST /reset` from the address `source`: (status, Retry-After, body)."
+    import http.client
+    from urllib.parse import urlparse
+    u = urlparse(url)
+    con = http.client.HTTPConnection(u.hostname, u.port, timeout=60, source_address=(source, 0))
+    try:
+        con.request('POST', '/reset', body=b'{"seed": 1}', headers={'Content-Type': 'application/json'})
+        r = con.getresponse()
+        return r.status, r.getheader('Retry-After'), json.loads(r.read() or b'null')
+    finally: con.close()
+
+def test_a_client_over_its_rate_is_refused_at_every_door(rated):
+    from bilateral.openenv import BargainClient
+    got = [post_reset(rated.url) for _ in range(3)]
+    assert [g[0] for g in got] == [200, 200, 429], got
+    status, wait, body = got[2]
+    assert body['detail']['code'] == 'rate_limited' and 0 < int(wait) <= 30, got[2]
+    with BargainClient(base_url=rated.url).sync() as c:                 # the WebSocket door: the same bucket
+        with pytest.raises(RuntimeError, match='rate_limited: this server starts at most 2 games a minute'):
+            c.reset(seed=2)
+    assert post_reset(rated.url, '127.0.0.2')[0] == 200                 # another address has its own
