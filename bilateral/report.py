@@ -153,7 +153,7 @@ PROFILES['smollm2'] = {'concurrency': 16, 'n_boot': 1000, 'model': 'smollm2', 's
      'report': False}],
     'train': {'preset': 'dollars', 'deadline': 60.0, 'opponent': 'conceder', 'role': 'both', 'grpo_steps': 2,
               'scenarios': 8, 'threads': 2, 'reward': 'share-invalid-failed', 'seed': 0, 'eval_seed': 0,
-              'unseen': ['boulware', 'linear'], 'eval_games': 14, 'eval_threads': 2,
+              'unseen': ['boulware', 'linear'], 'eval_games': 14, 'eval_threads': 2, 'eval_concurrency': 4,
               'hf_options': 'max_new_tokens=64&threads=2',
               'transfer_preset': DEFAULT_PRESET, 'transfer_unseen': ['linear'], 'transfer_games': 0,
               'sft': {'base_model': '{model}', 'config': 'smollm2', 'checks': False, 'max_steps': 32},
@@ -305,7 +305,8 @@ def _train_grpo(run_dir: Path, tr: dict, n_boot: int, progress: bool, label: str
         _execute('train_grpo', d / 'train_grpo.ipynb', gp, progress, (partial(_steps_done, g), f'{label}GRPO', 'step'))
     models = chain_models(d, tr)
     ev = {'models': models, 'seen': [tr['opponent']], 'unseen': tr['unseen'], 'seed': tr.get('eval_seed', seed),
-          'concurrency': 16, 'threads': tr.get('eval_threads', 1), 'n_boot': n_boot, 'deadline': dl}
+          'concurrency': tr.get('eval_concurrency', 16), 'threads': tr.get('eval_threads', 1), 'n_boot': n_boot,
+          'deadline': dl}
     for name, p, n, un in (('evaluation', preset, tr['eval_games'], tr['unseen']),
                            ('transfer', tr['transfer_preset'], tr['transfer_games'], tr['transfer_unseen'])):
         if not n: continue

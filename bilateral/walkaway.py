@@ -62,7 +62,8 @@ def walkaway_worlds(tr: dict) -> dict:
 def evaluate_worlds(run_dir, tr: dict, models: dict, n_boot: int = 1000, progress: bool = True) -> dict:
     "The `evaluate` notebook for `models` in each world, into RUN/walkaway/<world>; {world: its folder}."
     out, seen, un = Path(run_dir) / 'walkaway', [tr['opponent']], tr['unseen']
-    ev = {'models': models, 'seen': seen, 'unseen': un, 'seed': tr.get('eval_seed', tr['seed']), 'concurrency': 16,
+    ev = {'models': models, 'seen': seen, 'unseen': un, 'seed': tr.get('eval_seed', tr['seed']),
+          'concurrency': tr.get('eval_concurrency', 16),
           'threads': tr.get('eval_threads', 1), 'n_boot': n_boot, 'deadline': tr.get('deadline', Rules.deadline),
           'games_per_pair': tr['eval_games']}
     done = {}

@@ -181,6 +181,8 @@ def build(out: Path = ROOT / '_docs', only=None) -> list[Path]:
         (out / name).write_text(links(texts[name], name, base(s), names, ids))
         written.append(out / name)
     shutil.rmtree(proc)
+    # the index's pictures are written for the README too (nbs/assets/...): the same path under the site's root
+    shutil.copytree(NBS / 'assets', out / 'nbs' / 'assets', ignore=shutil.ignore_patterns('*.js', '*.css'))
     return written
 
 if __name__ == '__main__':
