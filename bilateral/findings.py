@@ -32,7 +32,7 @@ def paired_gap(rows, a: str, b: str, measure: str = 'share', n_boot: int = 1000,
     rt = role_table(rows)
     rt = rt[rt['agent'].isin([a, b])].assign(**{measure: lambda t: t[measure].astype(float)})
     wide = rt.pivot_table(index=['role', 'opponent', 'seed'], columns='agent', values=measure, aggfunc='mean')
-    wide = wide.reindex(columns=[a, b])    # an agent whose measure is undefined everywhere (share without a ZOPA)
+    wide = wide.reindex(columns=list(dict.fromkeys([a, b])))   # a measure undefined everywhere (no ZOPA): NaN
     return {'a': a, 'b': b, 'measure': measure, **_scenario_ci(wide[a] - wide[b], n_boot, seed)}
 
 # %% ../nbs/10b_findings.ipynb #8e3f9068
