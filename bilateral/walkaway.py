@@ -127,11 +127,11 @@ def walkaway(profile: str = 'offline', seeds=(0,), no_zopa: float = 0.25, out_di
     seen, un = [tr['opponent']], tr['unseen']
     rows = {w: eval_rows(eval_runs(models, seen, un, d)) for w, d in done.items()}
     table = finding_f(rows, seeds, n_boot)
-    outcomes = pd.concat([_outcomes(d, w) for w, d in done.items()], ignore_index=True)
+    outcomes, agreed = pd.concat([_outcomes(d, w) for w, d in done.items()], ignore_index=True), agreement(table)
     out = run_dir / 'walkaway'
-    for name, df in (('finding_f', table), ('agreement', agreement(table)), ('outcomes', outcomes)):
+    for name, df in (('finding_f', table), ('agreement', agreed), ('outcomes', outcomes)):
         df.to_csv(out / f'{name}.csv', index=False, float_format='%.6g')
-    return {'dir': out, 'table': table, 'agreement': agreement(table), 'outcomes': outcomes}
+    return {'dir': out, 'table': table, 'agreement': agreed, 'outcomes': outcomes}
 
 # %% ../nbs/12d_walkaway.ipynb #wa0027
 def walkaway_chart(outcomes: pd.DataFrame, title: str = 'Walking away') -> alt.FacetChart:
