@@ -17,8 +17,8 @@ from .agents import Opt, register_agent
 from .chat import PROMPT_NAME, ChatAgent, ChatLimits, Reply, prompt_hash
 
 # %% auto #0
-__all__ = ['HF_OPTIONS', 'parse_tool_calls', 'Prefix', 'common_prefix', 'PrefixCache', 'batch_layout', 'prefix_generation',
-           'default_threads', 'LocalModel', 'local_model', 'LocalAgent']
+__all__ = ['HF_OPTIONS', 'parse_tool_calls', 'Prefix', 'common_prefix', 'PrefixCache', 'batch_layout', 'read_cut',
+           'prefix_generation', 'default_threads', 'LocalModel', 'local_model', 'LocalAgent']
 
 # %% ../nbs/06c_local.ipynb #eb0ae100
 _CALL = re.compile(r'<tool_call>\s*(.*?)\s*(?:</tool_call>|$)', re.S)
@@ -114,6 +114,31 @@ def remember(self: PrefixCache,
         for i, r in enumerate(rows)]
     self.kv = self.kv[-self.size:]
 
+# %% ../nbs/06c_local.ipynb #7b1c1307
+def read_cut(new: list,          # each row's new tokens (what no kept prompt holds)
+             least: int = 256,   # the fewest columns a cut must save
+            ) -> int | None:
+    "The new-token count above which rows are read first, or None when no cut saves `least` columns fed."
+    best, cut = len(new) * max(new) - least, None
+    for t in sorted(set(new))[:-1]:
+        long = [k for k in new if k > t]
+        if (cost := len(long) * max(long) + len(new) * t) < best: best, cut = cost, t
+    return cut
+
+# %% ../nbs/06c_local.ipynb #d9c1a86c
+@patch
+def read_first(self: PrefixCache,
+               rows: list,  # each row's prompt token ids
+               pad: int,    # the pad token id
+              ) -> list:
+    "Each row's `lookup`, after reading the rows above `read_cut` in a batch of their own (none when nothing is kept)."
+    hits = [self.lookup(r) for r in rows]
+    cut = read_cut([len(r) - n for r, (n, _) in zip(rows, hits)]) if self.size and len(rows) > 1 else None
+    if cut is None: return hits
+    self.generate([r for r, (n, _) in zip(rows, hits) if len(r) - n > cut], pad, max_new_tokens=1, do_sample=False,
+                  temperature=None, top_p=None, top_k=None)
+    return [self.lookup(r) for r in rows]
+
 # %% ../nbs/06c_local.ipynb #17ec9961
 @patch
 def generate(self: PrefixCache,
@@ -123,7 +148,7 @@ def generate(self: PrefixCache,
             ) -> tuple:
     "(ids [rows, w + generated], w) for token id `rows`, left-padded with `pad` to width w; `kwargs` go to generate."
     import torch
-    hits = [self.lookup(r) for r in rows]
+    hits = self.read_first(rows, pad)
     c, m, keep = batch_layout([len(r) for r in rows], [n for n, _ in hits])
     ids = torch.full((len(rows), c + m), pad)
     mask = torch.zeros_like(ids)
