@@ -156,7 +156,8 @@ PROFILES['smollm2'] = {'concurrency': 16, 'n_boot': 1000, 'model': 'smollm2', 's
               'unseen': ['boulware', 'linear'], 'eval_games': 14, 'eval_threads': 2, 'eval_concurrency': 4,
               'hf_options': 'max_new_tokens=64&threads=2',
               'transfer_preset': DEFAULT_PRESET, 'transfer_unseen': ['linear'], 'transfer_games': 0,
-              'sft': {'base_model': '{model}', 'config': 'smollm2', 'checks': False, 'max_steps': 32},
+              'sft': {'base_model': '{model}', 'config': 'smollm2', 'checks': False, 'max_steps': 128,
+                      'then': {'first': 0, 'max_steps': 16}},   # opening replies, then whole games
               'grpo': {'config': 'smollm2'}}}
 
 # %% ../nbs/12_report.ipynb #7bc72872

@@ -471,7 +471,7 @@ SFT_CONFIGS = {
                  gpu_memory_gb=None, expected_time=None, docs=[], first=3, whole=1.0, last=8),
     'smollm2': dict(base_model=None, lora_r=16, lora_alpha=32, lora_dropout=0.0, target_modules=_LINEAR, lr=1e-3,
                     epochs=1, batch=1, grad_accum=2, max_length=4096, load_in_4bit=False, checkpointing=False,
-                    threads=2, gpu_memory_gb=None, expected_time=None, docs=[], first=1, whole=0.3, last=0),
+                    threads=2, gpu_memory_gb=None, expected_time=None, docs=[], first=1, whole=0.0, last=0),
     'qwen3-8b': dict(_QWEN, base_model='Qwen/Qwen3-8B', gpu_memory_gb={'qlora_4bit_min': 6, 'lora_16bit_min': 22}),
     'qwen3-14b': dict(_QWEN, base_model='Qwen/Qwen3-14B', gpu_memory_gb={'qlora_4bit_min': 8.5, 'lora_16bit_min': 33}),
 }
