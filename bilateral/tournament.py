@@ -100,7 +100,8 @@ def defining(self: TournamentSpec) -> dict:
     "The part of the spec that fixes what each game is."
     return {'preset': self.preset, 'zopa_width': self.zopa_width, 'seed': self.seed, 'rules': asdict(self.rules),
             'first_mover': self.first_mover, 'catalogue': catalogue_fingerprint(), 'format': 2,
-            **({} if self.paired else {'paired': False}), **({'antithetic': True} if self.antithetic else {})}
+            **({} if self.paired else {'paired': False, 'movers': 'by-round'}),   # unpaired: see `plan`
+            **({'antithetic': True} if self.antithetic else {})}
 
 # %% ../nbs/09_tournament.ipynb #441bf5b4
 @patch
@@ -143,14 +144,15 @@ def game_id(defining_hash: str, buyer: str, seller: str, index: int) -> str:
 
 # %% ../nbs/09_tournament.ipynb #f4c42a74
 def first_mover_of(first_mover: str, index: int) -> str:
-    "The first mover of scenario `index`: the option itself, or buyer on even and seller on odd scenarios."
+    "The first mover in round `index`: the option itself, or buyer in even and seller in odd rounds."
     if first_mover != 'alternate': return first_mover
     return 'buyer' if index % 2 == 0 else 'seller'
 
 # %% ../nbs/09_tournament.ipynb #be7c5c35
 def plan(spec: TournamentSpec) -> Iterator[GameTask]:
     """All games of a tournament, scenario by scenario (unpaired: game `i` of the `k`-th pair plays scenario `i·P + k`;
-    `first_mover='both'`: games `2i` and `2i + 1` play scenario `i`, with its seed, the buyer then the seller first)."""
+    `first_mover='both'`: games `2i` and `2i + 1` play scenario `i`, with its seed, the buyer then the seller first;
+    `alternate`: the first mover alternates by round `i`, so each pair opens as buyer and as seller in turn)."""
     h = hashlib.blake2b(dumps(spec.defining()).encode(), digest_size=10).hexdigest()
     pairs = pairings(spec.agents, spec.self_play)
     rank, per = {p: k for k, p in enumerate(sorted(pairs))}, 1 if spec.paired else len(pairs)
@@ -162,7 +164,7 @@ def plan(spec: TournamentSpec) -> Iterator[GameTask]:
         for b, e in pairs:
             j = g if spec.paired else g * per + rank[(b, e)]          # the game's number in its pair
             k = j // 2 if both else j                                   # its scenario
-            mover = ('buyer', 'seller')[j % 2] if both else first_mover_of(spec.first_mover, j)
+            mover = ('buyer', 'seller')[j % 2] if both else first_mover_of(spec.first_mover, g)
             rules = replace(spec.rules, first_mover=mover)
             yield GameTask(game_id(h, b, e, j), b, e, j, scenarios[k], derive_seed(spec.seed, 'game', k), rules)
 

@@ -1,10 +1,13 @@
 """The training chain's data: a tokenizer that reads numbers digit by digit, the `dollars` world, unpaired teacher
 tournaments with a scenario per game, cut samples, and the first-offer measures."""
 import json, re
+from collections import Counter
 import pytest
+from bilateral.strategies import LADDER
 from bilateral.play import play
 from bilateral.protocol import Rules, openai_tools
 from bilateral.scenarios import sample_scenarios
+from bilateral.store import Store
 from bilateral.sft import cuts, first_offer_scores, first_situations, ladder_conversations, select_conversations
 from bilateral.tiny import SPECIAL, train_tokenizer
 from bilateral.tournament import TournamentSpec, plan, run_tournament
@@ -62,6 +65,17 @@ def test_unpaired_tournament_plays_a_scenario_per_game(tmp_path):
     assert len({x['scenario_index'] for x in sel}) == len(sel) == 6
     with pytest.raises(Exception, match='unpaired run cannot be extended'):
         run_tournament(spec, tmp_path, progress=False, extend=True)
+
+
+def test_unpaired_pairs_open_in_both_roles_and_old_stores_are_refused(tmp_path):
+    agents = tuple(f'narrated:{a}' for a in LADDER)           # the teacher stage: 64 pairs, an even number
+    spec = TournamentSpec(agents, 4, 'dollars', seed=1, paired=False)
+    movers = Counter((t.buyer, t.seller, t.rules.first_mover) for t in plan(spec))
+    assert len(movers) == 2 * 64 and set(movers.values()) == {2}
+    old = {k: v for k, v in spec.defining().items() if k != 'movers'}   # as stores were written before the fix
+    with Store(tmp_path) as st: st.claim(old, spec.to_json())
+    with pytest.raises(Exception, match='holds another tournament'):
+        run_tournament(spec, tmp_path, progress=False)
 
 
 def test_paired_spec_json_is_unchanged_by_the_option():
