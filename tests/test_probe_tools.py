@@ -1,0 +1,28 @@
+"`tools/reply_kinds.py` and `tools/decision_probe.py`: how they sort replies and read a probe's rows (06f_models)."
+import decision_probe as dp                 # tools/, on the path from conftest
+import reply_kinds as rk
+
+def offer(p): return [('make_offer', {'price': p}), ('wait_for_response', {})]
+
+def test_reply_kinds_sorts_moves_repeats_and_accepts():
+    replies = [offer(30.0), offer(30.0), offer(31.5), [('accept_offer', {'offer_id': 'S3'})], [('send_message', {})]]
+    assert rk.kinds_of(replies) == ['first offer', 'same price', 'new price', 'accept', 'other']
+    assert rk.kinds_of([[('send_message', {})], offer(10)]) == ['other', 'first offer']   # no offer yet: still first
+    assert rk.counts([rk.kinds_of(replies)])['same price'] == 1
+
+def test_spans_are_the_runs_of_an_assistant_mask():
+    assert dp.spans([0, 1, 1, 0, 0, 1, 0, 1]) == [(1, 3), (5, 6), (7, 8)]
+    assert dp.spans([0, 0]) == [] and dp.spans([1]) == [(0, 1)]
+
+def test_summary_counts_where_each_choice_wins():
+    rows = [{'conversation': 0, 'reply': 1, 'kind': 'accept', 'p_accept': 0.3, 'p_make': 0.6},
+            {'conversation': 0, 'reply': 2, 'kind': 'accept', 'p_accept': 0.7, 'p_make': 0.2},
+            {'conversation': 1, 'reply': 1, 'kind': 'new', 'p_accept': 0.1, 'p_make': 0.9, 'p_teacher': 0.2,
+             'p_copy': 0.5},
+            {'conversation': 1, 'reply': 2, 'kind': 'same', 'p_accept': 0.6, 'p_make': 0.4}]
+    s = dp.summary(rows)
+    assert (s['conversations'], s['replies'], s['accept moments'], s['offer moments']) == (2, 4, 2, 2)
+    assert (s['p(accept) there'], s['accept > make there']) == (0.5, 0.5)
+    assert (s['p(accept) at offers'], s['accept > make at offers']) == (0.35, 0.5)
+    assert (s['new-price moments'], s['copy > teacher'], s['p(copied digit)']) == (1, 1.0, 0.5)
+    assert dp.summary([])['p(accept) there'] is None
