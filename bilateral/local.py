@@ -17,8 +17,8 @@ from .agents import Opt, register_agent
 from .chat import PROMPT_NAME, ChatAgent, ChatLimits, Reply, prompt_hash
 
 # %% auto #0
-__all__ = ['HF_OPTIONS', 'parse_tool_calls', 'Prefix', 'common_prefix', 'PrefixCache', 'batch_layout', 'read_cut',
-           'prefix_generation', 'default_threads', 'LocalModel', 'local_model', 'LocalAgent']
+__all__ = ['CACHE_MB', 'HF_OPTIONS', 'parse_tool_calls', 'Prefix', 'common_prefix', 'PrefixCache', 'batch_layout', 'prefix_mb',
+           'read_cut', 'prefix_generation', 'default_threads', 'LocalModel', 'local_model', 'LocalAgent']
 
 # %% ../nbs/06c_local.ipynb #eb0ae100
 _CALL = re.compile(r'<tool_call>\s*(.*?)\s*(?:</tool_call>|$)', re.S)
@@ -56,11 +56,14 @@ def common_prefix(a, b) -> int:
     return int(d[0]) if len(d) else n
 
 # %% ../nbs/06c_local.ipynb #812578ad
+CACHE_MB = 4096   # the most MiB of keys and values a `PrefixCache` keeps unless told (see "A bound in memory")
+
 class PrefixCache:
     "The keys and values of the last `size` prompts a model read, so that generation feeds only what is new."
-    def __init__(self, model, size: int, generate=None):
+    def __init__(self, model, size: int, generate=None, max_mb: float = CACHE_MB):
         from transformers.generation.utils import GenerateDecoderOnlyOutput
         self.model, self.size, self.gen, self.kv = model, size, generate or model.generate, []
+        self.max_mb = max_mb   # the kept prompts' keys and values, at most (MiB)
         self.arg = 'cache' if 'cache' in GenerateDecoderOnlyOutput.__dataclass_fields__ else 'past_key_values'
 
     def lookup(self, ids) -> tuple[int, Prefix | None]:
@@ -97,6 +100,11 @@ def past(self: PrefixCache,
               for l in range(len(next(p for p in ps if p).kv))]
     return DynamicCache(ddp_cache_data=layers, config=self.model.config)
 
+# %% ../nbs/06c_local.ipynb #3308a129
+def prefix_mb(p: Prefix) -> float:
+    "The MiB of keys and values a kept prompt holds."
+    return sum(k.nbytes + v.nbytes for k, v in p.kv) / 2**20
+
 # %% ../nbs/06c_local.ipynb #7c21ecb6
 @patch
 def remember(self: PrefixCache,
@@ -113,6 +121,8 @@ def remember(self: PrefixCache,
         Prefix(r, [(k[i, :, end - len(r):end].clone(), v[i, :, end - len(r):end].clone()) for k, v in kv])
         for i, r in enumerate(rows)]
     self.kv = self.kv[-self.size:]
+    mb = np.cumsum([prefix_mb(p) for p in reversed(self.kv)])   # the newest first
+    self.kv = self.kv[len(self.kv) - int((mb <= self.max_mb).sum()):]
 
 # %% ../nbs/06c_local.ipynb #7b1c1307
 def read_cut(new: list,          # each row's new tokens (what no kept prompt holds)
@@ -188,7 +198,8 @@ def default_threads() -> int:
 # %% ../nbs/06c_local.ipynb #3801525b
 class LocalModel:
     "A transformers model folder serving batched chat completions."
-    def __init__(self, path: str | Path, batch_size: int = 16, cache: int | None = None, threads: int | None = None):
+    def __init__(self, path: str | Path, batch_size: int = 16, cache: int | None = None, threads: int | None = None,
+                 cache_mb: float | None = None):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
         self.path, self.batch_size = str(path), batch_size
@@ -199,7 +210,8 @@ class LocalModel:
         if self.tok.pad_token is None: self.tok.pad_token = self.tok.eos_token
         self.model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
         self.queue, self.worker, self.batches = asyncio.Queue(), None, 0
-        self.prefix = PrefixCache(self.model, 4 * batch_size if cache is None else cache)
+        self.prefix = PrefixCache(self.model, 4 * batch_size if cache is None else cache,
+                                  max_mb=CACHE_MB if cache_mb is None else cache_mb)
 
 # %% ../nbs/06c_local.ipynb #08d002c3
 @patch
@@ -259,10 +271,11 @@ def local_model(path: str,                 # the model folder
                 batch_size: int = 16,      # the most conversations a batch generates
                 cache: int | None = None,  # the prompts kept (None: four times the batch size)
                 threads: int | None = None,  # torch threads (None: `default_threads()`; 0: the process's)
+                cache_mb: float | None = None,  # the most MiB kept (None: `CACHE_MB`)
                ) -> LocalModel:
     "The shared `LocalModel` of this event loop for a folder."
     pool = _MODELS.setdefault(asyncio.get_running_loop(), {})
-    if path not in pool: pool[path] = LocalModel(path, batch_size, cache, threads)
+    if path not in pool: pool[path] = LocalModel(path, batch_size, cache, threads, cache_mb)
     return pool[path]
 
 # %% ../nbs/06c_local.ipynb #2ddaed71
@@ -279,10 +292,10 @@ class LocalAgent(ChatAgent):
     "A local transformers model playing through its chat template."
     def __init__(self, path: str, max_new_tokens: int = 96, temperature: float = 0.0, batch: int = 16,
                  window: int | None = None, max_turns: int = 100, cache: int | None = None,
-                 threads: int | None = None):
+                 threads: int | None = None, cache_mb: float | None = None):
         super().__init__(ChatLimits(max_turns, window=window))
         self.path, self.max_new, self.temp, self.batch, self.cache = path, max_new_tokens, temperature, batch, cache
-        self.threads = threads
+        self.threads, self.cache_mb = threads, cache_mb
 
     def check(self):
         if not Path(self.path).is_dir(): raise ConfigError(f'no model folder at {self.path}')
@@ -293,7 +306,7 @@ class LocalAgent(ChatAgent):
 
     async def start(self, brief: Brief):
         await super().start(brief)
-        try: self.lm = local_model(self.path, self.batch, self.cache, self.threads)
+        try: self.lm = local_model(self.path, self.batch, self.cache, self.threads, self.cache_mb)
         except (OSError, ValueError, ConfigError) as e:
             raise Unreachable('model_load', f'cannot load the model in {self.path}: {e}'[:300], fatal=True) from None
 
@@ -314,6 +327,7 @@ def info(self: LocalAgent) -> dict:
 # %% ../nbs/06c_local.ipynb #8517d71d
 HF_OPTIONS = {'max_new_tokens': Opt(int, 1, 32_768), 'temperature': Opt(float, 0, 2), 'batch': Opt(int, 1, 1024),
               'window': Opt(int, 1, 10**6), 'max_turns': Opt(int, 1, 10_000),
-              'cache': Opt(int, 0, 100_000), 'threads': Opt(int, 0, 1024)}   # defaults: `LocalAgent`'s
+              'cache': Opt(int, 0, 100_000), 'cache_mb': Opt(int, 0, 10**7),
+              'threads': Opt(int, 0, 1024)}   # defaults: `LocalAgent`'s
 register_agent('hf', LocalAgent, 'a local transformers model folder', arg='PATH', needs_arg=True,
                options=HF_OPTIONS, short=lambda a: a.rstrip('/').rsplit('/', 1)[-1])

@@ -120,6 +120,24 @@ def test_local_agent_batches_concurrent_games(tiny_model):
     replies = sum(g.info['buyer']['calls'] for g in games)
     assert replies >= 8 and batches < replies, (batches, replies)
 
+def test_memory_bound_changes_no_reply(tiny_model):
+    "`cache_mb` bounds the kept keys and values; dropping prompts changes no game, only what is read again."
+    import asyncio
+    from bilateral.play import play_game, run_sync
+    from bilateral.scenarios import sample_scenarios
+    from bilateral import local
+    d = tiny_model[0]
+    async def go(opts):
+        agent = f'hf:{d}?window=4&max_turns=6{opts}'
+        games = await asyncio.gather(*(play_game(sc, agent, 'conceder', seed=i)
+                                       for i, sc in enumerate(sample_scenarios(6, seed=5))))
+        return games, local.local_model(str(d)).prefix
+    free, kept = run_sync(go(''))
+    tight, bounded = run_sync(go('&cache_mb=0'))
+    assert bounded.max_mb == 0 and bounded.kv == [] and len(kept.kv) > 0    # one kept nothing, the other some
+    assert [g.messages for g in tight] == [g.messages for g in free]
+    assert [g.outcome for g in tight] == [g.outcome for g in free]
+
 def test_human_play_in_a_terminal():
     "`bilateral play` reads commands from standard input and shows the game; a bad command gets a hint."
     exe = str(Path(sys.executable).parent / 'bilateral')
