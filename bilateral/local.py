@@ -6,7 +6,8 @@ Docs: https://github.com/bilateral-dev/bilateral/local.html.md"""
 
 # %% ../nbs/06c_local.ipynb #37816b16
 from __future__ import annotations
-import asyncio, json, os, re, time, weakref
+import asyncio, ctypes, json, os, re, time, weakref
+from functools import cache
 from typing import NamedTuple
 import numpy as np
 from pathlib import Path
@@ -18,7 +19,7 @@ from .chat import PROMPT_NAME, ChatAgent, ChatLimits, Reply, prompt_hash
 
 # %% auto #0
 __all__ = ['CACHE_MB', 'HF_OPTIONS', 'parse_tool_calls', 'Prefix', 'common_prefix', 'PrefixCache', 'batch_layout', 'prefix_mb',
-           'read_cut', 'prefix_generation', 'default_threads', 'LocalModel', 'local_model', 'LocalAgent']
+           'read_cut', 'trim_heap', 'prefix_generation', 'default_threads', 'LocalModel', 'local_model', 'LocalAgent']
 
 # %% ../nbs/06c_local.ipynb #eb0ae100
 _CALL = re.compile(r'<tool_call>\s*(.*?)\s*(?:</tool_call>|$)', re.S)
@@ -171,6 +172,18 @@ def generate(self: PrefixCache,
     self.remember(getattr(out, self.arg), rows, hits, c + m)
     return out.sequences, c + m
 
+# %% ../nbs/06c_local.ipynb #ce2881bf
+@cache
+def _malloc_trim():
+    "glibc's `malloc_trim`, or None where the C library has none."
+    try: return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError, TypeError): return None
+
+def trim_heap() -> bool | None:
+    "Give the C heap's free pages back to the system: whether any were (None: this C library cannot)."
+    f = _malloc_trim()
+    return None if f is None else bool(f(0))
+
 # %% ../nbs/06c_local.ipynb #82dc4dbd
 def prefix_generation(model,              # a model whose `generate` is replaced
                       size: int,          # the prompts kept
@@ -235,7 +248,10 @@ def _run(self: LocalModel, batch) -> list:
     out, w = self.prefix.generate(rows, self.tok.pad_token_id, max_new_tokens=max(b[2] for b in batch),
                                   do_sample=temp > 0, temperature=temp or None, top_p=None, top_k=None)
     self.batches += 1
-    return [self._decode(row, len(r)) for row, r in zip(out[:, w:], rows)]
+    replies = [self._decode(row, len(r)) for row, r in zip(out[:, w:], rows)]
+    del out
+    trim_heap()
+    return replies
 
 # %% ../nbs/06c_local.ipynb #732e0199
 @patch
