@@ -153,7 +153,7 @@ PROFILES['smollm2'] = {'concurrency': 16, 'n_boot': 1000, 'model': 'smollm2', 's
      'report': False}],
     'train': {'preset': 'dollars', 'deadline': 60.0, 'opponent': 'conceder', 'role': 'both', 'grpo_steps': 2,
               'scenarios': 8, 'threads': 2, 'reward': 'share-invalid-failed', 'seed': 0, 'eval_seed': 0,
-              'unseen': ['boulware', 'linear'], 'eval_games': 14, 'eval_threads': 2, 'eval_concurrency': 4,
+              'unseen': ['boulware', 'linear'], 'eval_games': 14, 'eval_threads': 2, 'eval_concurrency': 16,
               'hf_options': 'max_new_tokens=64&threads=2',
               'transfer_preset': DEFAULT_PRESET, 'transfer_unseen': ['linear'], 'transfer_games': 0,
               'sft': {'base_model': '{model}', 'config': 'smollm2', 'checks': False, 'max_steps': 128,
