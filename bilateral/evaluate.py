@@ -16,6 +16,7 @@ from .protocol import Rules, world
 from .metrics import bootstrap_ci, profile_measures, role_table
 from .store import Store
 from .play import run_sync
+from .local import release_models
 from .tournament import TournamentSpec, run_tournament_async
 from .analysis import tier_spread, sanity_by
 from .findings import paired_gap
@@ -68,13 +69,14 @@ def eval_spec(run: dict, games_per_pair: int = 20, seed: int = 0, preset: str = 
 async def play_runs_async(runs: list[dict], games_per_pair: int = 20, seed: int = 0, preset: str = DEFAULT_PRESET,
                           first_mover: str = 'alternate', concurrency: int = 8, progress: bool = False,
                           workers: int | None = 1, deadline: float = Rules.deadline) -> list[dict]:
-    "Play the missing games of every run, one model at a time, its opponents at once; the tournaments' summaries."
+    "Play every run's missing games, a model at a time (its local models released after), its opponents at once."
     out = []
     for m in dict.fromkeys(r['model'] for r in runs):
         mine = [r for r in runs if r['model'] == m]
         specs = [(eval_spec(r, games_per_pair, seed, preset, first_mover, deadline), r['run_dir']) for r in mine]
         out += await asyncio.gather(*(run_tournament_async(s, d, concurrency=concurrency, progress=progress,
                                                            workers=workers) for s, d in specs))
+        release_models()   # its `hf:` folders, before the next model loads its own
     return out
 
 def play_runs(runs: list[dict], **kwargs) -> list[dict]:

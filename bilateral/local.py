@@ -19,7 +19,8 @@ from .chat import PROMPT_NAME, ChatAgent, ChatLimits, Reply, prompt_hash
 
 # %% auto #0
 __all__ = ['CACHE_MB', 'HF_OPTIONS', 'parse_tool_calls', 'Prefix', 'common_prefix', 'PrefixCache', 'batch_layout', 'prefix_mb',
-           'read_cut', 'trim_heap', 'prefix_generation', 'default_threads', 'LocalModel', 'local_model', 'LocalAgent']
+           'read_cut', 'trim_heap', 'prefix_generation', 'default_threads', 'LocalModel', 'local_model',
+           'release_models', 'LocalAgent']
 
 # %% ../nbs/06c_local.ipynb #eb0ae100
 _CALL = re.compile(r'<tool_call>\s*(.*?)\s*(?:</tool_call>|$)', re.S)
@@ -293,6 +294,15 @@ def local_model(path: str,                 # the model folder
     pool = _MODELS.setdefault(asyncio.get_running_loop(), {})
     if path not in pool: pool[path] = LocalModel(path, batch_size, cache, threads, cache_mb)
     return pool[path]
+
+# %% ../nbs/06c_local.ipynb #0cf97fde
+def release_models() -> int:
+    "Drop this event loop's `LocalModel`s (weights and kept prompts) and give their memory back: how many."
+    import gc
+    n = len(_MODELS.pop(asyncio.get_running_loop(), {}))
+    gc.collect()
+    trim_heap()
+    return n
 
 # %% ../nbs/06c_local.ipynb #2ddaed71
 def _config(path: Path) -> dict:
