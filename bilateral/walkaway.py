@@ -85,11 +85,14 @@ PREDICTIONS = [   # (number, model, reference, world, measure, predicted sign)
 # %% ../nbs/12d_walkaway.ipynb #wa0018
 def _label(name: str, seed: int) -> str: return name if name in ('base', 'sft', 'grpo') else f'{name}-s{seed}'
 
+def _played(rows: dict, world: str, *models) -> bool: return world in rows and set(models) <= set(rows[world]['model'])
+
 def finding_f(rows: dict, seeds, n_boot: int = 1000) -> pd.DataFrame:
-    "Each prediction for each seed's pair of GRPO runs (`rows`: {world: the evaluation's games}), with its verdict."
+    "Each prediction and control whose two models played its world (`rows`: {world: games}), by seed, with its verdict."
     out = []
     for s in seeds:
-        for n, a, b, w, m, sign in PREDICTIONS + [c for c in CONTROLS if 'grpo' in set(rows[c[3]]['model'])]:
+        for n, a, b, w, m, sign in PREDICTIONS + CONTROLS:
+            if not _played(rows, w, _label(a, s), _label(b, s)): continue
             g = paired_gap(rows[w], _label(a, s), _label(b, s), m, n_boot, seed=0)
             out.append({'seed': s, 'prediction': n, 'model': a, 'reference': b, 'world': w, 'measure': m,
                         'predicted': {1: '>', -1: '<', 0: ''}[sign], 'diff': g['diff'], 'lo': g['lo'], 'hi': g['hi'],
