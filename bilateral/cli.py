@@ -454,9 +454,19 @@ def _sft_filters(a) -> dict:
          'min_share': a.min_share, 'tiers': _csv(a.tiers), 'opponents': _csv(a.opponents)}
     return {k: v for k, v in f.items() if v is not None}
 
+# %% ../nbs/13_cli.ipynb #41bde5db
+def _train_dagger(a, out: Path, steps: dict) -> str:
+    "`train dagger`: a round of DAgger (09d_dagger) with the options given, the module's defaults for the rest."
+    from bilateral.dagger import train_dagger
+    given = {'teachers': _csv(a.agents), 'opponents': _csv(a.opponents), 'n': a.scenarios, 'preset': a.preset,
+             'deadline': a.deadline}
+    rep = train_dagger(a.model, out, config=a.config, backend=a.backend, seed=a.seed, progress=True, **steps,
+                       **{k: v for k, v in given.items() if v})
+    return json.dumps(rep, indent=1, default=str)
+
 # %% ../nbs/13_cli.ipynb #087c65e5
 def cmd_train(a) -> str:
-    "Train a model: LoRA SFT on stored conversations, or GRPO against a fixed agent."
+    "Train a model: LoRA SFT on stored conversations, GRPO against a fixed agent, or a round of DAgger."
     from bilateral.sft import sft_data, train_lora_sft
     from bilateral.grpo import train_grpo
     if not Path(a.model).is_dir(): raise CliError(f'no model folder at {a.model}')
@@ -471,6 +481,8 @@ def cmd_train(a) -> str:
                              **({'preset': a.preset} if a.preset else {}),
                              **({'deadline': a.deadline} if a.deadline else {}))
             return json.dumps(rep, indent=1) if os.environ.get('RANK', '0') == '0' else ''   # once under torchrun
+        if a.method == 'dagger': return _train_dagger(a, out, steps)
+        if a.data is None: raise CliError('train sft needs --data: a tournament run directory or a saved SFT dataset')
         data = Path(a.data)
         if (data / 'games.sqlite').exists():
             sft_data(data, out / 'data', seed=a.seed, **_sft_filters(a))
@@ -480,8 +492,8 @@ def cmd_train(a) -> str:
 
 # %% ../nbs/13_cli.ipynb #b5f914ef
 def _add_train(sub):
-    t = sub.add_parser('train', help='LoRA SFT on stored conversations, or GRPO against a fixed agent')
-    t.add_argument('method', choices=['sft', 'grpo'])
+    t = sub.add_parser('train', help='LoRA SFT on stored conversations, GRPO against a fixed agent, or DAgger')
+    t.add_argument('method', choices=['sft', 'grpo', 'dagger'])
     t.add_argument('model', type=_path, help='the model folder to start from')
     t.add_argument('--out', required=True, type=_path, help='the training run folder')
     t.add_argument('--config', default='tiny',
@@ -495,14 +507,15 @@ def _add_train(sub):
                    help="sft: the role's conversations (both: all); grpo: the model's role (buyer by default)")
     t.add_argument('--data', type=_path, help='sft: a tournament run directory, or a saved SFT dataset')
     for o in ('agents', 'tiers', 'opponents'):
-        t.add_argument(f'--{o}', default=None, help=f'sft: {o} to keep (comma separated)')
+        t.add_argument(f'--{o}', default=None, help=f'sft: {o} to keep (comma separated)' + {
+            'agents': '; dagger: the teachers', 'opponents': "; dagger: the student's opponents"}.get(o, ''))
     t.add_argument('--deal', action='store_true', help='sft: only games that ended in a deal')
     t.add_argument('--min-share', type=_number(float), default=None,
                    help="sft: only games where the role's share reached this")
     t.add_argument('--opponent', default='boulware', help='grpo: the fixed agent the model plays against')
     t.add_argument('--reward', default='share', help='grpo: the reward variant')
     t.add_argument('--scenarios', type=_number(int, 1), default=None,
-                   help="grpo: scenarios to train on (the config's by default)")
+                   help="grpo: scenarios to train on (the config's by default); dagger: scenarios to play (8)")
     t.add_argument('--preset', default=None, choices=list(PRESETS), help="grpo: their preset (the config's by default)")
     t.add_argument('--deadline', type=_number(float, 0, 86_400, above=True), default=None,
                    help="grpo: simulated seconds a game lasts at most (the config's by default)")
