@@ -40,13 +40,17 @@ def _calls(msg: dict) -> list:
     return [(c['function']['name'], args(c['function']['arguments'])) for c in msg.get('tool_calls') or []]
 
 # %% ../nbs/09d_dagger.ipynb #7dc91a35
+def _is_a(agent, cls) -> bool:
+    "`isinstance` by class name: a notebook run earlier in the same process (nbdev-test) may have defined `cls` anew."
+    return any(c.__name__ == cls.__name__ for c in type(agent).__mro__)
+
 class Relabel(Agent):
     "The student plays; the teacher, shown the same observations, writes the reply it would have given: a label."
     def __init__(self, student, teacher: str):
         self.student, self.teacher = make_agent(student), make_agent(teacher)
         self.labels, self.agree = [], []    # per turn: the student's history and the teacher's reply; the same calls?
-        if not isinstance(self.student, ChatAgent): raise ConfigError(f'the student {student!r} keeps no conversation')
-        if not isinstance(self.teacher, Scripted): raise ConfigError(f'the teacher {teacher!r} is not a scripted agent')
+        if not _is_a(self.student, ChatAgent): raise ConfigError(f'the student {student!r} keeps no conversation')
+        if not _is_a(self.teacher, Scripted): raise ConfigError(f'the teacher {teacher!r} is not a scripted agent')
 
     @property
     def messages(self): return self.student.messages
@@ -160,7 +164,7 @@ def train_dagger(model_dir, out_dir, config: str = 'tiny', n: int = 8, opponents
     from bilateral.sft import SFT_CONFIGS, train_lora_sft
     if config not in SFT_CONFIGS: raise ConfigError(f'unknown SFT config {config!r}; known: {", ".join(SFT_CONFIGS)}')
     for t in teachers:
-        if not isinstance(make_agent(t), Scripted): raise ConfigError(f'the teacher {t!r} is not a scripted agent')
+        if not _is_a(make_agent(t), Scripted): raise ConfigError(f'the teacher {t!r} is not a scripted agent')
     out, th = Path(out_dir), threads or SFT_CONFIGS[config]['threads'] or 1
     data = dagger_data(f'hf:{model_dir}?max_new_tokens={max_new_tokens}&threads={th}', out / 'data', n, opponents,
                        teachers, preset, deadline, max_samples, seed, concurrency, progress)

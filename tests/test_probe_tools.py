@@ -1,4 +1,5 @@
 "`tools/reply_kinds.py` and `tools/decision_probe.py`: how they sort replies and read a probe's rows (06f_models)."
+import json
 import decision_probe as dp                 # tools/, on the path from conftest
 import reply_kinds as rk
 
@@ -9,6 +10,18 @@ def test_reply_kinds_sorts_moves_repeats_and_accepts():
     assert rk.kinds_of(replies) == ['first offer', 'same price', 'new price', 'accept', 'other']
     assert rk.kinds_of([[('send_message', {})], offer(10)]) == ['other', 'first offer']   # no offer yet: still first
     assert rk.counts([rk.kinds_of(replies)])['same price'] == 1
+
+def _msg(calls): return {'role': 'assistant', 'content': '', 'tool_calls': [
+    {'id': '', 'type': 'function', 'function': {'name': n, 'arguments': json.dumps(a)}} for n, a in calls]}
+
+def test_dagger_turns_set_what_the_student_did_beside_the_label():
+    mine = [_msg(offer(30.0)), _msg(offer(30.0)), _msg(offer(30.0))]        # the student opens, then repeats twice
+    labels = [_msg(offer(30.0)), _msg(offer(28.0)), _msg([('accept_offer', {'offer_id': 'B2'})]), _msg(offer(20.0))]
+    user = {'role': 'user', 'content': 'news'}
+    hist = lambda k: [x for m in mine[:k] for x in (user, m)] + [user]
+    samples = [('g', hist(k) + [labels[k]]) for k in range(4)]
+    assert rk.dagger_turns(samples) == {('first offer', 'first offer'): 1, ('same price', 'new price'): 1,
+                                        ('same price', 'accept'): 1}      # the last turn: the student's reply unknown
 
 def test_spans_are_the_runs_of_an_assistant_mask():
     assert dp.spans([0, 1, 1, 0, 0, 1, 0, 1]) == [(1, 3), (5, 6), (7, 8)]

@@ -3,8 +3,11 @@ first offer, a new price, the same price as its previous offer, an acceptance, o
 `sft_replies` record of `data/smollm2/chain.json`).
 
     python tools/reply_kinds.py SFT_DATA_DIR LABEL=RUNS_DIR [LABEL=RUNS_DIR ...]
+    python tools/reply_kinds.py --dagger DAGGER_DATA_DIR
 
-RUNS_DIR is an evaluation's `runs/MODEL` folder (one store per opponent); the model is the `hf:` agent of each game."""
+RUNS_DIR is an evaluation's `runs/MODEL` folder (one store per opponent); the model is the `hf:` agent of each game.
+With `--dagger`, the turns of a DAgger round's data (`09d_dagger`, its `dagger` record in `chain.json`): what the
+student did against what the teacher's label says, each sorted the same way from the student's own previous price."""
 import json, sys
 from collections import Counter
 from pathlib import Path
@@ -52,12 +55,33 @@ def model(runs_dir) -> list[list[str]]:
                 out.append(kinds_of([batches[b] for b in sorted(batches)]))
     return out
 
+def _calls(msg: dict) -> list:
+    return [(c['function']['name'], _args(c['function']['arguments'])) for c in msg.get('tool_calls') or []]
+
+def dagger_turns(samples: list) -> Counter:
+    """(student's kind, teacher's kind) of every turn but each game's last, from DAgger samples in their order: each
+    is a game's history up to a turn, then the teacher's label; the last sample of a game holds the student's replies."""
+    games, out = {}, Counter()
+    for gid, conv in samples: games.setdefault(gid, []).append(conv)
+    for convs in games.values():
+        mine = [_calls(m) for m in convs[-1][:-1] if m['role'] == 'assistant']
+        for k, conv in enumerate(convs[:len(mine)]):
+            if sum(m['role'] == 'assistant' for m in conv[:-1]) != k: break   # a turn without a reply: stop there
+            out[(kinds_of(mine)[k], kinds_of(mine[:k] + [_calls(conv[-1])])[k])] += 1
+    return out
+
 def counts(convs: list[list[str]]) -> dict:
     c = Counter(k for conv in convs for k in conv)
     return {'conversations': len(convs), 'replies': sum(c.values()), **{k: c[k] for k in KINDS}}
 
 if __name__ == '__main__':
     if len(sys.argv) < 2: sys.exit(__doc__)
+    if sys.argv[1] == '--dagger':
+        from bilateral.sft import load_sft_data
+        d = load_sft_data(sys.argv[2])['train']
+        turns = dagger_turns([(g, json.loads(m)) for g, m in zip(d['game_id'], d['messages'])])
+        print(json.dumps({s: {t: turns[(s, t)] for t in KINDS} for s in KINDS}, indent=1))
+        sys.exit(0)
     out = {'teacher (SFT data, train split)': counts(teacher(sys.argv[1]))}
     for arg in sys.argv[2:]:
         label, _, path = arg.partition('=')
