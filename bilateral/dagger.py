@@ -39,11 +39,12 @@ def _calls(msg: dict) -> list:
         except json.JSONDecodeError: return a
     return [(c['function']['name'], args(c['function']['arguments'])) for c in msg.get('tool_calls') or []]
 
-# %% ../nbs/09d_dagger.ipynb #7dc91a35
+# %% ../nbs/09d_dagger.ipynb #f8d42a4e
 def _is_a(agent, cls) -> bool:
     "`isinstance` by class name: a notebook run earlier in the same process (nbdev-test) may have defined `cls` anew."
     return any(c.__name__ == cls.__name__ for c in type(agent).__mro__)
 
+# %% ../nbs/09d_dagger.ipynb #7dc91a35
 class Relabel(Agent):
     "The student plays; the teacher, shown the same observations, writes the reply it would have given: a label."
     def __init__(self, student, teacher: str):

@@ -60,7 +60,7 @@ def _calls(msg: dict) -> list:
 
 def dagger_turns(samples: list) -> Counter:
     """(student's kind, teacher's kind) of every turn but each game's last, from DAgger samples in their order: each
-    is a game's history up to a turn, then the teacher's label; the last sample of a game holds the student's replies."""
+    is a game's history up to a turn, then the teacher's label; a game's last sample holds the student's replies."""
     games, out = {}, Counter()
     for gid, conv in samples: games.setdefault(gid, []).append(conv)
     for convs in games.values():
