@@ -6,7 +6,7 @@ Docs: https://github.com/bilateral-dev/bilateral/local.html.md"""
 
 # %% ../nbs/06c_local.ipynb #37816b16
 from __future__ import annotations
-import asyncio, ctypes, json, os, re, time, weakref
+import asyncio, ctypes, json, math, os, re, time, weakref
 from functools import cache
 from typing import NamedTuple
 import numpy as np
@@ -318,8 +318,8 @@ class LocalAgent(ChatAgent):
     "A local transformers model playing through its chat template."
     def __init__(self, path: str, max_new_tokens: int = 96, temperature: float = 0.0, batch: int = 16,
                  window: int | None = None, max_turns: int = 100, cache: int | None = None,
-                 threads: int | None = None, cache_mb: float | None = None):
-        super().__init__(ChatLimits(max_turns, window=window))
+                 threads: int | None = None, cache_mb: float | None = None, max_wall_s: float | None = None):
+        super().__init__(ChatLimits(max_turns, max_wall_s=max_wall_s or math.inf, window=window))
         self.path, self.max_new, self.temp, self.batch, self.cache = path, max_new_tokens, temperature, batch, cache
         self.threads, self.cache_mb = threads, cache_mb
 
@@ -354,6 +354,7 @@ def info(self: LocalAgent) -> dict:
 HF_OPTIONS = {'max_new_tokens': Opt(int, 1, 32_768), 'temperature': Opt(float, 0, 2), 'batch': Opt(int, 1, 1024),
               'window': Opt(int, 1, 10**6), 'max_turns': Opt(int, 1, 10_000),
               'cache': Opt(int, 0, 100_000), 'cache_mb': Opt(int, 0, 10**7),
-              'threads': Opt(int, 0, 1024)}   # defaults: `LocalAgent`'s
+              'threads': Opt(int, 0, 1024),
+              'max_wall_s': Opt(float, 0, 10**7, above=True)}   # defaults: `LocalAgent`'s
 register_agent('hf', LocalAgent, 'a local transformers model folder', arg='PATH', needs_arg=True,
                options=HF_OPTIONS, short=lambda a: a.rstrip('/').rsplit('/', 1)[-1])

@@ -8,7 +8,7 @@ from bilateral.core import ConfigError
 from bilateral.strategies import LADDER
 
 load_agent_kinds()
-HF = 'max_new_tokens, temperature, batch, window, max_turns, cache, cache_mb, threads'
+HF = 'max_new_tokens, temperature, batch, window, max_turns, cache, cache_mb, threads, max_wall_s'
 OPENAI = ('temperature, top_p, max_tokens, seed, reasoning_effort, tool_choice, key_env, concurrency, timeout, '
           'retries, cache, max_turns, max_game_tokens, max_wall_s, window, max_reply_bytes, max_request_bytes, http')
 
