@@ -55,19 +55,18 @@ def model(runs_dir) -> list[list[str]]:
                 out.append(kinds_of([batches[b] for b in sorted(batches)]))
     return out
 
-def _calls(msg: dict) -> list:
-    return [(c['function']['name'], _args(c['function']['arguments'])) for c in msg.get('tool_calls') or []]
-
 def dagger_turns(samples: list) -> Counter:
     """(student's kind, teacher's kind) of every turn but each game's last, from DAgger samples in their order: each
     is a game's history up to a turn, then the teacher's label; a game's last sample holds the student's replies."""
+    from bilateral.dagger import _calls     # a message's calls as (name, arguments), as the round compared them
     games, out = {}, Counter()
     for gid, conv in samples: games.setdefault(gid, []).append(conv)
     for convs in games.values():
         mine = [_calls(m) for m in convs[-1][:-1] if m['role'] == 'assistant']
+        did = kinds_of(mine)
         for k, conv in enumerate(convs[:len(mine)]):
             if sum(m['role'] == 'assistant' for m in conv[:-1]) != k: break   # a turn without a reply: stop there
-            out[(kinds_of(mine)[k], kinds_of(mine[:k] + [_calls(conv[-1])])[k])] += 1
+            out[(did[k], kinds_of(mine[:k] + [_calls(conv[-1])])[k])] += 1
     return out
 
 def counts(convs: list[list[str]]) -> dict:
