@@ -39,3 +39,16 @@ def test_summary_counts_where_each_choice_wins():
     assert (s['p(accept) at offers'], s['accept > make at offers']) == (0.35, 0.5)
     assert (s['new-price moments'], s['copy > teacher'], s['p(copied digit)']) == (1, 1.0, 0.5)
     assert dp.summary([])['p(accept) there'] is None
+
+def test_label_kind_reads_the_last_reply_against_the_students_last_price():
+    user = {'role': 'user', 'content': 'news'}
+    conv = lambda *ms: [x for m in ms for x in (user, _msg(m))]
+    acc = [('accept_offer', {'offer_id': 'S3'})]
+    assert dp.label_kind(conv(offer(30.0), offer(30.0), acc)) == 'accept'
+    assert dp.label_kind(conv(offer(30.0), offer(30.0), offer(28.5))) == 'new'
+    assert dp.label_kind(conv(offer(30.0), [('send_message', {})], offer(30.0))) == 'same'   # the last price before
+    assert dp.label_kind(conv(offer(30.0))) is None and dp.label_kind(conv([('send_message', {})], acc)) is None
+    split = {'messages': [json.dumps(conv(offer(30.0), m)) for m in (acc, offer(29.0), offer(30.0), acc, acc)]}
+    picked = dp.pick_labels(split, 1)
+    assert len(picked) == 3 and set(picked) - {0, 3, 4} == {1, 2}        # one of each kind, sorted
+    assert dp.pick_labels(split, 1) == picked and sorted(dp.pick_labels(split, 5)) == [0, 1, 2, 3, 4]

@@ -2,6 +2,7 @@
 (`06f_models`, the `decision_probe` record of `data/smollm2/chain.json`).
 
     python tools/decision_probe.py SFT_DATA_DIR LABEL=MODEL_DIR [LABEL=MODEL_DIR ...] [--threads=2] [--conversations=N]
+    python tools/decision_probe.py DAGGER_DIR LABEL=MODEL_DIR [...] --labels=N       # a DAgger round's labels
 
 Each held-out (test split) conversation is read by the model once, in the training rendering. At every teacher reply
 after its first, the model's probabilities at two tokens are read:
@@ -10,7 +11,11 @@ after its first, the model's probabilities at two tokens are read:
 - where the teacher named a new price: at the first character where that price differs from its previous one, the
   teacher's digit against the previous price's digit (the copy). Prices are single-character tokens here.
 Conversations longer than 4,096 tokens (the training cut) are left out; `--conversations=N` reads the first N only
-(a read costs about 10 s a conversation on 2 cores)."""
+(a read costs about 10 s a conversation on 2 cores).
+
+`--labels=N` reads a DAgger round's data (`09d_dagger`: each conversation is the student's own game, its last reply
+the teacher's label) and probes that last reply only, on N conversations of each label kind (accept, new price, same
+price; a seeded draw): the same two decisions, at the histories the model itself wrote."""
 import json, sys, time
 
 def spans(mask: list) -> list[tuple]:
@@ -23,8 +28,30 @@ def spans(mask: list) -> list[tuple]:
         i = max(j, i + 1)
     return out
 
-def rows(model, tok, split, max_length: int = 4096) -> list[dict]:
-    "One row per teacher reply after the first: its kind and the model's probabilities at the decision tokens."
+def _price(msg: dict):
+    call = msg['tool_calls'][0]['function']
+    return call['arguments'].split(':', 1)[1].strip(' }') if call['name'] == 'make_offer' else None
+
+def label_kind(conv: list) -> str | None:
+    "The kind of a conversation's last reply against the earlier replies' last price: accept, new, same or None."
+    replies = [x for x in conv if x['role'] == 'assistant']
+    prev = next((p for p in map(_price, reversed(replies[:-1])) if p is not None), None)
+    if len(replies) < 2 or prev is None: return None
+    if replies[-1]['tool_calls'][0]['function']['name'] == 'accept_offer': return 'accept'
+    price = _price(replies[-1])
+    return None if price is None else 'same' if float(price) == float(prev) else 'new'
+
+def pick_labels(split, n: int, seed: int = 0) -> list[int]:
+    "The indices of `n` conversations of each last-reply kind (accept, new, same), in a seeded draw."
+    import random
+    by = {}
+    for i, m in enumerate(split['messages']): by.setdefault(label_kind(json.loads(m)), []).append(i)
+    rng = random.Random(seed)
+    return sorted(i for k in ('accept', 'new', 'same') for i in rng.sample(by.get(k, []), min(n, len(by.get(k, [])))))
+
+def rows(model, tok, split, max_length: int = 4096, last_only: bool = False) -> list[dict]:
+    """One row per teacher reply after the first: its kind and the model's probabilities at the decision tokens.
+    `last_only`: each conversation's last reply alone (a DAgger label)."""
     import torch
     from bilateral.chat import sendable
     from bilateral.sft import training_template
@@ -44,7 +71,7 @@ def rows(model, tok, split, max_length: int = 4096) -> list[dict]:
             pos = a + next(i for i, x in enumerate(toks) if x in name_id)
             row = {'conversation': n, 'reply': k, 'tool': call['name'],
                    **{f'p_{w}': float(lp[pos - 1, i].exp()) for w, i in name_id.items()}}
-            price = call['arguments'].split(':', 1)[1].strip(' }') if call['name'] == 'make_offer' else None
+            price = _price(msg)
             if k and call['name'] == 'accept_offer': row['kind'] = 'accept'
             elif k and prev is not None:
                 row['kind'] = 'same' if float(price) == float(prev) else 'new'
@@ -54,7 +81,7 @@ def rows(model, tok, split, max_length: int = 4096) -> list[dict]:
                     assert tok.convert_ids_to_tokens(ids[at]) == price[c], (price, c)
                     row['p_teacher'] = float(lp[at - 1, ids[at]].exp())
                     row['p_copy'] = float(lp[at - 1, tok.convert_tokens_to_ids(prev[c])].exp())
-            if k: out.append(row)
+            if k and (not last_only or k == len(replies) - 1): out.append(row)
             if price is not None: prev = price
     return out
 
@@ -76,18 +103,20 @@ def summary(rs: list[dict]) -> dict:
 if __name__ == '__main__':
     opts = dict(a[2:].split('=', 1) for a in sys.argv[1:] if a.startswith('--') and '=' in a)
     args = [a for a in sys.argv[1:] if not a.startswith('--')]
-    if len(args) < 2 or set(opts) - {'threads', 'conversations'}: sys.exit(__doc__)
+    if len(args) < 2 or set(opts) - {'threads', 'conversations', 'labels'}: sys.exit(__doc__)
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from bilateral.sft import load_sft_data
     torch.set_num_threads(int(opts.get('threads', 2)))
-    split, out = load_sft_data(args[0])['test'], {}
+    labels = 'labels' in opts
+    split, out = load_sft_data(args[0])['train' if labels else 'test'], {}
+    if labels: split = split.select(pick_labels(split, int(opts['labels'])))
     if 'conversations' in opts: split = split.select(range(min(len(split), int(opts['conversations']))))
     for arg in args[1:]:
         label, _, path = arg.partition('=')
         t0 = time.time()
         tok = AutoTokenizer.from_pretrained(path)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
-        out[label] = {**summary(rows(model, tok, split)), 'seconds': round(time.time() - t0)}
+        out[label] = {**summary(rows(model, tok, split, last_only=labels)), 'seconds': round(time.time() - t0)}
         print(label, json.dumps(out[label]), file=sys.stderr, flush=True)
     print(json.dumps(out, indent=1))
