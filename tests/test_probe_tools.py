@@ -47,7 +47,8 @@ def test_label_kind_reads_the_last_reply_against_the_students_last_price():
     assert dp.label_kind(conv(offer(30.0), offer(30.0), acc)) == 'accept'
     assert dp.label_kind(conv(offer(30.0), offer(30.0), offer(28.5))) == 'new'
     assert dp.label_kind(conv(offer(30.0), [('send_message', {})], offer(30.0))) == 'same'   # the last price before
-    assert dp.label_kind(conv(offer(30.0))) is None and dp.label_kind(conv([('send_message', {})], acc)) is None
+    assert dp.label_kind(conv(offer(30.0))) is None and dp.label_kind(conv(acc)) is None    # a first reply: no label
+    assert dp.label_kind(conv(offer(30.0), [('send_message', {})])) is None
     split = {'messages': [json.dumps(conv(offer(30.0), m)) for m in (acc, offer(29.0), offer(30.0), acc, acc)]}
     picked = dp.pick_labels(split, 1)
     assert len(picked) == 3 and set(picked) - {0, 3, 4} == {1, 2}        # one of each kind, sorted

@@ -33,21 +33,19 @@ def _price(msg: dict):
     return call['arguments'].split(':', 1)[1].strip(' }') if call['name'] == 'make_offer' else None
 
 def label_kind(conv: list) -> str | None:
-    "The kind of a conversation's last reply against the earlier replies' last price: accept, new, same or None."
-    replies = [x for x in conv if x['role'] == 'assistant']
-    prev = next((p for p in map(_price, reversed(replies[:-1])) if p is not None), None)
-    if len(replies) < 2 or prev is None: return None
-    if replies[-1]['tool_calls'][0]['function']['name'] == 'accept_offer': return 'accept'
-    price = _price(replies[-1])
-    return None if price is None else 'same' if float(price) == float(prev) else 'new'
+    "The kind of a conversation's last reply (not its first) as `reply_kinds` sorts it: accept, new, same or None."
+    from bilateral.dagger import _calls
+    from reply_kinds import kinds_of
+    replies = [_calls(x) for x in conv if x['role'] == 'assistant']
+    kind = kinds_of(replies)[-1] if len(replies) > 1 else None
+    return {'accept': 'accept', 'new price': 'new', 'same price': 'same'}.get(kind)
 
 def pick_labels(split, n: int, seed: int = 0) -> list[int]:
     "The indices of `n` conversations of each last-reply kind (accept, new, same), in a seeded draw."
     import random
-    by = {}
-    for i, m in enumerate(split['messages']): by.setdefault(label_kind(json.loads(m)), []).append(i)
-    rng = random.Random(seed)
-    return sorted(i for k in ('accept', 'new', 'same') for i in rng.sample(by.get(k, []), min(n, len(by.get(k, [])))))
+    by, rng = {'accept': [], 'new': [], 'same': []}, random.Random(seed)
+    for i, m in enumerate(split['messages']): by.get(label_kind(json.loads(m)), []).append(i)
+    return sorted(i for xs in by.values() for i in rng.sample(xs, min(n, len(xs))))
 
 def rows(model, tok, split, max_length: int = 4096, last_only: bool = False) -> list[dict]:
     """One row per teacher reply after the first: its kind and the model's probabilities at the decision tokens.
