@@ -9,11 +9,12 @@ from __future__ import annotations
 import math
 import numpy as np
 import pandas as pd
-from .metrics import role_table, aggregate, bootstrap_ci, cluster_ci, profile_measures
+from .core import Role
+from .metrics import role_table, aggregate, bootstrap_ci, cluster_ci, profile_measures, _SIGN
 
 # %% auto #0
-__all__ = ['BEHAVIOUR', 'SANITY', 'paired_comparison', 'bradley_terry', 'breakdown', 'behaviour', 'tier_spread', 'sanity_by',
-           'sanity']
+__all__ = ['BEHAVIOUR', 'SANITY', 'LISTEN_MAX', 'LISTENING', 'paired_comparison', 'bradley_terry', 'breakdown', 'behaviour',
+           'tier_spread', 'sanity_by', 'sanity', 'offer_moves', 'path_columns', 'game_paths', 'listening']
 
 # %% ../nbs/10_analysis.ipynb #f76ee5c8
 def _paired_wide(rows, role: str, measure: str) -> pd.DataFrame:
@@ -232,3 +233,99 @@ def sanity(rows) -> pd.DataFrame:
     rt = pd.concat([rt, rt.assign(role='both')], ignore_index=True)
     rt = rt.sort_values(['agent', 'role'], key=lambda s: s.map(_ROLES) if s.name == 'role' else s, kind='stable')
     return sanity_by(rt, ('agent', 'role')).reset_index(drop=True)
+
+# %% ../nbs/10_analysis.ipynb #d2664dfc
+def offer_moves(events, role: str) -> list[tuple]:
+    """At each offer of `role` after its first: ground it gave since its previous offer and ground the other side gave
+    in between (cents), the seconds since its previous offer, and the time of this one."""
+    me, out, own, theirs, seen, t0 = Role(role), [], None, None, None, None
+    for e in events:
+        if e.kind != 'offer': continue
+        if e.role != me:
+            theirs = e.price
+            continue
+        if own is not None and seen is not None:
+            out.append((_SIGN[me] * (e.price - own), _SIGN[me.other] * (theirs - seen), e.t - t0, e.t))
+        own, seen, t0 = e.price, theirs, e.t
+    return out
+
+# %% ../nbs/10_analysis.ipynb #956c87ac
+def path_columns(events) -> dict:
+    "Each side's offer prices (dollars, in order) and `offer_moves`, as `{role}_path` and `{role}_moves` columns."
+    out = {}
+    for r in Role:
+        out[f'{r.value}_path'] = tuple(e.price / 100 for e in events if e.kind == 'offer' and e.role == r)
+        out[f'{r.value}_moves'] = offer_moves(events, r.value)
+    return out
+
+def game_paths(store) -> pd.DataFrame:
+    "The `path_columns` of every game in a `Store`, with its `game_id`."
+    from bilateral.engine import replay
+    return pd.DataFrame([{'game_id': g, **path_columns(replay(t).events)} for g, t in store.transcripts()],
+                        columns=['game_id', *(f'{r.value}_{k}' for r in Role for k in ('path', 'moves'))])
+
+# %% ../nbs/10_analysis.ipynb #df3e6047
+LISTEN_MAX = 0.25   # an agent listens when it accepts at the same second against all opponents in <= this share
+
+def _party(rows: pd.DataFrame, role: str) -> pd.DataFrame:
+    "One side of every game: agent, opponent, scenario, and what `listening` reads."
+    key = 'scenario_index' if 'scenario_index' in rows else 'seed'
+    d = pd.DataFrame({'agent': rows[role], 'role': role, 'opponent': rows[Role(role).other.value],
+                      'scenario': rows[key], 'deal': rows['deal'].astype(bool), 'price': rows['price'],
+                      't_accept': rows[f'{role}_t_accept'],
+                      'open': (rows[f'{role}_anchor_list'] * rows['listing_price']).round(2)})
+    d['path'] = rows[f'{role}_path'] if f'{role}_path' in rows else None
+    d['moves'] = [[(a / 100 / L, b / 100 / L, dt, t) for a, b, dt, t in ms] if isinstance(ms, (list, tuple)) else None
+                  for ms, L in zip(rows[f'{role}_moves'] if f'{role}_moves' in rows else [None] * len(rows),
+                                   rows['listing_price'])]   # ground given as a fraction of the listing price
+    return d
+
+# %% ../nbs/10_analysis.ipynb #2e693398
+def _same(xs: pd.Series, tol: float = 0.0) -> float:
+    "1 if the values (two or more) lie within `tol` of each other, 0 if not, missing with fewer than two."
+    xs = xs.dropna()
+    return float(xs.max() - xs.min() <= tol) if len(xs) > 1 else math.nan
+
+def _same_path(paths) -> float:
+    "1 if the offer paths agree on their common length, 0 if not; missing unless two have two offers or more."
+    ps = [tuple(p) for p in paths if isinstance(p, (list, tuple)) and len(p) >= 2]
+    if len(ps) < 2: return math.nan
+    n = min(map(len, ps))
+    return float(len({p[:n] for p in ps}) == 1)
+
+# %% ../nbs/10_analysis.ipynb #42e47d8c
+def _reciprocity(moves) -> float:
+    """Partial correlation of ground given with the other side's ground given in between, the clock held fixed (both
+    regressed on the seconds since the last offer and the time, to second order); missing under 20 moves."""
+    m = np.array([x for ms in moves for x in ms], float).reshape(-1, 4)
+    if len(m) < 20: return math.nan
+    dt, t = m[:, 2], m[:, 3]
+    z = np.column_stack([np.ones_like(dt), dt, t, dt * t, dt ** 2, t ** 2])
+    res = m[:, :2] - z @ np.linalg.lstsq(z, m[:, :2], rcond=None)[0]
+    sd = res.std(axis=0)
+    return float((res[:, 0] * res[:, 1]).mean() / (sd[0] * sd[1])) if (sd > 1e-12).all() else math.nan
+
+def _listen_row(g: pd.DataFrame, tol_s: float) -> dict:
+    "The listening measures of one agent in one role, from its games on scenarios it met two or more opponents on."
+    cells = [c for _, c in g.groupby('scenario') if c['opponent'].nunique() > 1]
+    def share(fn, col):
+        v = pd.Series([fn(c[col]) for c in cells], dtype=float).dropna()
+        return len(v), float(v.mean()) if len(v) else math.nan
+    (na, sa), (nd, sd) = share(lambda x: _same(x, tol_s), 't_accept'), share(_same, 'price')
+    (no, so), (npath, sp) = share(_same, 'open'), share(_same_path, 'path')
+    mv = [m for c in cells for m in c['moves'] if isinstance(m, (list, tuple))]
+    return {'cells': len(cells), 'accept_cells': na, 'same_accept': sa, 'deal_cells': nd, 'same_price': sd,
+            'open_cells': no, 'same_open': so, 'path_cells': npath, 'same_path': sp, 'moves': sum(map(len, mv)),
+            'reciprocity': _reciprocity(mv), 'listens': bool(sa <= LISTEN_MAX) if na else None}
+
+# %% ../nbs/10_analysis.ipynb #0438c1fe
+LISTENING = ['cells', 'accept_cells', 'same_accept', 'deal_cells', 'same_price', 'open_cells', 'same_open',
+             'path_cells', 'same_path', 'moves', 'reciprocity', 'listens']
+
+def listening(rows, tol_s: float = 1.0) -> pd.DataFrame:
+    "Per agent and role: how often it did the same against every opponent on a scenario (`LISTENING`)."
+    df = pd.DataFrame(rows)
+    if df.empty: return pd.DataFrame(columns=['agent', 'role', *LISTENING])
+    d = pd.concat([_party(df, r.value) for r in Role], ignore_index=True)
+    out = [{'agent': a, 'role': r, **_listen_row(g, tol_s)} for (a, r), g in d.groupby(['agent', 'role'], sort=True)]
+    return pd.DataFrame(out, columns=['agent', 'role', *LISTENING])

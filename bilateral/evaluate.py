@@ -18,16 +18,16 @@ from .store import Store
 from .play import run_sync
 from .local import release_models
 from .tournament import TournamentSpec, run_tournament_async
-from .analysis import tier_spread, sanity_by
+from .analysis import tier_spread, sanity_by, listening, game_paths, LISTEN_MAX
 from .findings import paired_gap
 from .plots import ROLE_ORDER, save_chart
 
 # %% auto #0
-__all__ = ['GROUPS', 'OUTCOMES', 'IR_FLAG', 'TIERS', 'BEHAVIOUR_SHOWN', 'TENSION', 'SANITY_SHOWN', 'eval_runs', 'eval_spec',
-           'play_runs_async', 'play_runs', 'eval_rows', 'model_roles', 'clustered', 'outcome_table', 'headline',
-           'sanity_table', 'sanity_flags', 'direction', 'gap_pairs', 'model_gaps', 'tier_table', 'behaviour_table',
-           'eval_tables', 'ci_chart', 'tier_chart', 'eval_figures', 'markdown_table', 'verdict', 'tension_sentences',
-           'findings', 'write_evaluation', 'evaluate']
+__all__ = ['GROUPS', 'OUTCOMES', 'IR_FLAG', 'TIERS', 'BEHAVIOUR_SHOWN', 'LISTEN_SHOWN', 'TENSION', 'SANITY_SHOWN', 'eval_runs',
+           'eval_spec', 'play_runs_async', 'play_runs', 'eval_rows', 'model_roles', 'clustered', 'outcome_table',
+           'headline', 'sanity_table', 'sanity_flags', 'direction', 'gap_pairs', 'model_gaps', 'tier_table',
+           'behaviour_table', 'listening_table', 'eval_tables', 'ci_chart', 'tier_chart', 'eval_figures',
+           'markdown_table', 'verdict', 'tension_sentences', 'findings', 'write_evaluation', 'evaluate']
 
 # %% ../nbs/11b_evaluate.ipynb #f6c43acf
 def _check_models(models: dict, seen: list, unseen: list):
@@ -85,9 +85,10 @@ def play_runs(runs: list[dict], **kwargs) -> list[dict]:
 
 # %% ../nbs/11b_evaluate.ipynb #87993d90
 def _run_rows(run: dict) -> pd.DataFrame:
-    "The stored games of one run, the model's spec replaced by its label, with `model` and `group` columns."
-    with Store(run['run_dir'], create=False) as st: rows = st.rows()
+    "A run's stored games and offer paths, the model's spec replaced by its label, with `model` and `group` columns."
+    with Store(run['run_dir'], create=False) as st: rows, paths = st.rows(), game_paths(st)
     if rows.empty: return rows
+    rows = rows.merge(paths, on='game_id', how='left')
     for side in ('buyer', 'seller'): rows[side] = rows[side].where(rows[side] != run['spec'], run['model'])
     return rows.assign(model=run['model'], group=run['group'])
 
@@ -211,12 +212,22 @@ def behaviour_table(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd
     measures = [*profile_measures(), 'n_offers', 'invalid_calls']   # the metrics flagged `profile`, a new one too
     return _ordered(clustered(model_roles(rows), ('model', 'group', 'role'), measures, n_boot, seed), rows)
 
+# %% ../nbs/11b_evaluate.ipynb #87fa19de
+def listening_table(rows: pd.DataFrame, tol_s: float = 1.0) -> pd.DataFrame:
+    "`listening` of the models (`kind` model, in the order given), then of their opponents (`kind` reference)."
+    lt, models = listening(rows, tol_s), list(dict.fromkeys(rows['model']))
+    lt.insert(0, 'kind', ['model' if a in models else 'reference' for a in lt['agent']])
+    rank = {a: i for i, a in enumerate(models)}
+    lt['_rank'] = [rank.get(a, len(rank)) for a in lt['agent']]
+    return lt.sort_values(['_rank', 'agent', 'role'], kind='stable').drop(columns='_rank').reset_index(drop=True)
+
 # %% ../nbs/11b_evaluate.ipynb #5bc3264a
 def eval_tables(rows: pd.DataFrame, n_boot: int = 1000, seed: int = 0, reference: str | None = None) -> dict:
-    "The evaluation's tables: outcomes, gaps against the reference (flagged by sanity), tiers, behaviour, sanity."
+    "The evaluation's tables: outcomes, gaps (flagged by sanity), tiers, behaviour, sanity, listening."
     san = sanity_table(rows)
     return {'outcomes': outcome_table(rows, n_boot, seed), 'gaps': model_gaps(rows, reference, n_boot, seed, san),
-            'tiers': tier_table(rows, n_boot, seed), 'behaviour': behaviour_table(rows, n_boot, seed), 'sanity': san}
+            'tiers': tier_table(rows, n_boot, seed), 'behaviour': behaviour_table(rows, n_boot, seed), 'sanity': san,
+            'listening': listening_table(rows)}
 
 # %% ../nbs/11b_evaluate.ipynb #50e72834
 def _long(table: pd.DataFrame, measures) -> pd.DataFrame:
@@ -277,6 +288,15 @@ def markdown_table(df: pd.DataFrame, digits: int = 3) -> str:
     lines = ['| ' + ' | '.join(map(str, df.columns)) + ' |', '|' + '---|' * len(df.columns)]
     return '\n'.join(lines + ['| ' + ' | '.join(fmt(v) for v in r) + ' |' for r in df.itertuples(index=False)])
 
+# %% ../nbs/11b_evaluate.ipynb #6317e9fb
+LISTEN_SHOWN = ['cells', 'accept_cells', 'same_accept', 'deal_cells', 'same_price', 'path_cells', 'same_path',
+                'reciprocity', 'listens']
+
+def _listening_md(lt: pd.DataFrame) -> list[str]:
+    "The listening table as markdown lines under its heading."
+    return ['## Does it listen? (shares of scenarios; n in the `_cells` columns)', '',
+            markdown_table(lt[['kind', 'agent', 'role', *LISTEN_SHOWN]]), '']
+
 # %% ../nbs/11b_evaluate.ipynb #f7a1b2c1
 TENSION = [('sft', 'base', 'share', 1), ('sft', 'base', 'deal', -1), ('grpo', 'sft', 'deal', 1),
            ('grpo', 'sft', 'share', -1)]     # (model, reference, measure, predicted sign): the paper's finding
@@ -309,6 +329,14 @@ def _gap_sentence(r) -> str:
     return (f'{r.model} vs {r.reference}, {r.group} opponents: {r.measure} {r.diff:+.3f} [{r.lo:+.3f}, {r.hi:+.3f}] '
             f'over {r.scenarios} scenarios ({r.direction})')
 
+def _listen_sentence(r) -> str:
+    "Whether a model listens, as a sentence with its n."
+    if not r.accept_cells: return (f'{r.agent} as {r.role}: never accepted against two opponents on a scenario '
+                                   f'({r.cells} scenarios), so whether it listens cannot be told')
+    return (f'{r.agent} as {r.role}: accepted at the same second against every opponent in '
+            f'{round(r.same_accept * r.accept_cells)} of {r.accept_cells} scenarios where it accepted against two or '
+            f"more ({'listens' if r.listens else 'does not listen'}: at most {LISTEN_MAX:.0%} allowed)")
+
 def findings(tables: dict) -> list[str]:
     "The sanity flags, the paired gaps and the tier spreads as sentences, in whatever direction the numbers go."
     flags = sanity_flags(tables['sanity']) if 'sanity' in tables else {}
@@ -319,7 +347,8 @@ def findings(tables: dict) -> list[str]:
         spreads = ', '.join(f'{r.model} {r.spread:.3f} (p = {r.p_value:.3f})' for r in t.itertuples())
         out.append(f'tier spread of share, {grp} opponents, {role}: {spreads}; '
                    f"smallest: {t.loc[t['spread'].idxmin(), 'model']}")
-    return out
+    lt = tables.get('listening')
+    return out + ([] if lt is None else [_listen_sentence(r) for r in lt.itertuples() if r.kind == 'model'])
 
 # %% ../nbs/11b_evaluate.ipynb #af11436d
 SANITY_SHOWN = ['model', 'group', 'role', 'games', 'deal_rate', 'first_list_median', 'first_list_p10', 'first_list_p90',
@@ -336,7 +365,8 @@ def _evaluation_md(tables: dict, said: list[str], world: str | None = None) -> s
     parts += ['## Bargaining sanity', '', markdown_table(tables['sanity'][SANITY_SHOWN]), '',
               '## Paired gaps: each model against the reference and the one before it', '',
               markdown_table(tables['gaps'][gap_cols]), '',
-              '## Share by price tier', '', markdown_table(tables['tiers'][tier_cols]), '', '## In words', '']
+              '## Share by price tier', '', markdown_table(tables['tiers'][tier_cols]), '']
+    parts += (_listening_md(tables['listening']) if 'listening' in tables else []) + ['## In words', '']
     return '\n'.join(parts + [f'- {s}' for s in said]) + '\n'
 
 def write_evaluation(out_dir, tables: dict, figures: bool = True, world: str | None = None) -> dict:
@@ -364,6 +394,7 @@ def _eval_summary(settings: dict, runs: list, played: list, rows: pd.DataFrame, 
     return {**settings, 'games': len(rows), 'planned': sum(p['games'] for p in played), 'runs': run_info,
             'outcomes': _records(tables['outcomes']), 'gaps': _records(tables['gaps']),
             'tiers': _records(tables['tiers'][tier_cols]), 'sanity': _records(tables['sanity']),
+            'listening': _records(tables['listening']) if 'listening' in tables else [],
             'findings': findings(tables), **files}
 
 # %% ../nbs/11b_evaluate.ipynb #6a3b593f

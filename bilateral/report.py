@@ -22,7 +22,8 @@ from .tournament import TournamentSpec
 from .metrics import leaderboard
 from . import plots
 from .view import write_view, run_info
-from .analysis import paired_comparison, bradley_terry, breakdown, behaviour, tier_spread, sanity
+from .analysis import (paired_comparison, bradley_terry, breakdown, behaviour, tier_spread, sanity,
+                                listening, game_paths)
 from .findings import findings_table, headline_markdown
 from .ceiling import regret_table
 
@@ -31,8 +32,10 @@ __all__ = ['MAX_BOOT', 'PAPER_TRAIN', 'TINY_SPEC', 'BASE_SPEC', 'PROFILES', 'EXP
            'report_figures', 'write_report', 'experiment_path', 'portable_math', 'chain_models', 'reproduce']
 
 # %% ../nbs/12_report.ipynb #010b5eeb
-def report_tables(rows: pd.DataFrame, n_boot: int = 1000) -> dict[str, pd.DataFrame]:
-    "All tables of a report, from the per-game rows; the leaderboard carries each row's regret where there is one."
+def report_tables(rows: pd.DataFrame, n_boot: int = 1000,
+                  paths: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
+    """All tables of a report, from the per-game rows (and their offer `paths`, `game_paths`, for `listening`); the
+    leaderboard carries each row's regret where there is one."""
     regret = regret_table(rows, n_boot=n_boot)
     keep = regret[['agent', 'role', 'regret', 'regret_lo', 'regret_hi']]
     return {'leaderboard': leaderboard(rows, n_boot=n_boot).merge(keep, on=['agent', 'role'], how='left'),
@@ -44,7 +47,8 @@ def report_tables(rows: pd.DataFrame, n_boot: int = 1000) -> dict[str, pd.DataFr
             'behaviour': behaviour(rows, n_boot=n_boot),
             'tier_spread': tier_spread(rows, n_perm=n_boot),
             'sanity': sanity(rows),
-            'regret': regret}
+            'regret': regret,
+            'listening': listening(rows if paths is None else rows.merge(paths, on='game_id', how='left'))}
 
 # %% ../nbs/12_report.ipynb #a8163415
 def _path_transcripts(store: Store, rows: pd.DataFrame, n_paths: int, pairs: list | None = None) -> list[dict]:
@@ -94,7 +98,7 @@ def write_report(run_dir: str | Path, n_boot: int = 1000, figures: bool = True) 
     with Store(run_dir, create=False) as store:
         rows = store.rows()
         if rows.empty: raise StoreError(f'the store in {run_dir} holds no games yet')
-        tables = report_tables(rows, n_boot)
+        tables = report_tables(rows, n_boot, game_paths(store))
         _write_tables(tables, run_dir / 'tables')
         found = findings_table(rows, n_boot, regret=tables['regret'])
         if found is not None: _write_findings(found, run_dir)

@@ -460,7 +460,7 @@ def pick_backend(backend: str = 'auto') -> str:
 _LINEAR = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj']
 _QWEN = dict(lora_r=16, lora_alpha=16, lora_dropout=0.0, target_modules=_LINEAR, lr=2e-4, epochs=1, batch=1,
              grad_accum=8, max_length=8192, load_in_4bit=True, checkpointing=True, threads=None, expected_time=None,
-             first=None, whole=1.0, last=0, endings_only=False,
+             first=None, whole=1.0, last=0, endings_only=False, window=None,
              docs=['https://unsloth.ai/docs/get-started/fine-tuning-for-beginners/unsloth-requirements',
                    'https://qwen.readthedocs.io/en/latest/training/unsloth.html',
                    'https://unsloth.ai/docs/get-started/fine-tuning-llms-guide/lora-hyperparameters-guide'])
@@ -469,14 +469,15 @@ SFT_CONFIGS = {
     'tiny': dict(base_model=None, lora_r=16, lora_alpha=32, lora_dropout=0.0, target_modules=_LINEAR, lr=2e-3,
                  epochs=1, batch=1, grad_accum=2, max_length=4096, load_in_4bit=False, checkpointing=False, threads=1,
                  gpu_memory_gb=None, expected_time=None, docs=[], first=3, whole=1.0, last=8,
-                 endings_only=False),
+                 endings_only=False, window=None),
     'smollm2': dict(base_model=None, lora_r=16, lora_alpha=32, lora_dropout=0.0, target_modules=_LINEAR, lr=1e-3,
                     epochs=1, batch=1, grad_accum=2, max_length=4096, load_in_4bit=False, checkpointing=False,
                     threads=2, gpu_memory_gb=None, expected_time=None, docs=[], first=1, whole=0.0, last=0,
-                    endings_only=False),
+                    endings_only=False, window=None),
     'qwen3-8b': dict(_QWEN, base_model='Qwen/Qwen3-8B', gpu_memory_gb={'qlora_4bit_min': 6, 'lora_16bit_min': 22}),
     'qwen3-14b': dict(_QWEN, base_model='Qwen/Qwen3-14B', gpu_memory_gb={'qlora_4bit_min': 8.5, 'lora_16bit_min': 33}),
 }
+SFT_CONFIGS['smollm2-decisions'] = dict(SFT_CONFIGS['smollm2'], first=None, window=4)   # every reply, windowed
 
 # %% ../nbs/09b_sft.ipynb #fbfa16cf
 def training_template(tok) -> str | None:
@@ -486,16 +487,21 @@ def training_template(tok) -> str | None:
 
 # %% ../nbs/09b_sft.ipynb #11a8f6e1
 def sft_tokens(tok, split, max_length: int, chat_template: str | None = None, first: int | None = None,
-               whole: float = 1.0, seed: int = 0, last: int = 0, endings_only: bool = False):
+               whole: float = 1.0, seed: int = 0, last: int = 0, endings_only: bool = False,
+               window: int | None = None):
     """Token ids and assistant masks of a split's conversations as in tournaments (`first`: also their `cuts`;
-    `last`: also their `endings`, each training its last reply alone; `endings_only`: those endings alone)."""
+    `last`: also their `endings`, each training its last reply alone; `endings_only`: those endings alone;
+    `window`: instead, every reply as one decision seen through that window, each training that reply alone)."""
     from datasets import Dataset
     rows, rng = {'input_ids': [], 'assistant_masks': []}, random.Random(seed)
     for m, t in zip(split['messages'], split['tools']):
         conv = sendable(json.loads(m))
-        samples = [] if endings_only else [(c, False) for c in (cuts(conv, first, rng.random() < whole) if first
-                                                                else [conv])]
-        for c, alone in samples + [(c, True) for c in endings(conv, last)]:   # an ending trains its last reply
+        if window is not None: samples = [(c, True) for c in windows(conv, window, len(conv), rng)]
+        else:
+            samples = [] if endings_only else [(c, False) for c in (cuts(conv, first, rng.random() < whole) if first
+                                                                    else [conv])]
+            samples += [(c, True) for c in endings(conv, last)]   # an ending trains its last reply
+        for c, alone in samples:
             enc = tok.apply_chat_template(c, tools=json.loads(t), chat_template=chat_template, return_dict=True,
                                           return_assistant_tokens_mask=True)
             mask = enc['assistant_masks'][:max_length]
@@ -582,7 +588,7 @@ def train_lora_sft(model_dir, data_dir, out_dir, config: str = 'tiny', backend: 
     same = template is None or tok.apply_chat_template(first[0], tools=first[1], tokenize=False) == \
         tok.apply_chat_template(first[0], tools=first[1], tokenize=False, chat_template=template)
     ds = sft_tokens(tok, split, cfg['max_length'], template, cfg['first'], cfg['whole'], seed,
-                    cfg['last'], cfg['endings_only'])
+                    cfg['last'], cfg['endings_only'], cfg['window'])
     with torch_threads(cfg['threads']), _quiet():
         tr = sft_trainer(model, tok, ds, cfg, lora, max_steps, seed, progress_file)
         out = tr.train()
