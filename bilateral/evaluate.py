@@ -308,17 +308,19 @@ def verdict(lo: float, hi: float, sign: int) -> str:
     return 'unresolved'
 
 def tension_sentences(gaps: pd.DataFrame) -> list[str]:
-    "Finding (f) in each group whose gaps pair `sft` with `base` and `grpo` with `sft`: four verdicts and the whole."
+    "Finding (f) in each group whose gaps pair `sft` with `base` and `grpo` with `sft`: four verdicts, the whole."
     out = []
     for grp, g in gaps.groupby('group', sort=False):
         got = [(g[(g['model'] == a) & (g['reference'] == b) & (g['measure'] == m)], a, b, m, k)
                for a, b, m, k in TENSION]
         if any(r.empty for r, *_ in got): continue
-        said = [(r.iloc[0], a, b, m, k, verdict(r.iloc[0]['lo'], r.iloc[0]['hi'], k)) for r, a, b, m, k in got]
+        said = [(r.iloc[0], a, b, m, k, 'flagged' if str(r.iloc[0].get('direction', '')).startswith('flagged')
+                 else verdict(r.iloc[0]['lo'], r.iloc[0]['hi'], k)) for r, a, b, m, k in got]
         words = [f"{m} {a} − {b} {r['diff']:+.3f} [{r['lo']:+.3f}, {r['hi']:+.3f}] ({'>' if k > 0 else '<'} 0: {v})"
                  for r, a, b, m, k, v in said]
         vs = {v for *_, v in said}
-        whole = 'agrees' if vs == {'agrees'} else 'contradicts' if 'contradicts' in vs else 'unresolved'
+        whole = ('is not tested: a comparison is flagged by sanity' if 'flagged' in vs else 'agrees' if vs == {'agrees'}
+                 else 'contradicts' if 'contradicts' in vs else 'unresolved')
         out.append(f"finding (f), the paper's SFT/GRPO tension, {grp} opponents, over {said[0][0]['scenarios']} "
                    f"scenarios: {'; '.join(words)}; the finding {whole}")
     return out

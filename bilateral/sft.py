@@ -28,7 +28,8 @@ __all__ = ['TINY_WINDOW', 'ROLES', 'SFT_COLUMNS', 'SFT_CONFIGS', 'windows', 'cut
            'tool_call_rate', 'first_situations', 'greedy_replies', 'first_offers', 'first_offer_scores',
            'accept_moments', 'accept_scores', 'offer_curve', 'role_rows', 'select_conversations', 'split_scenarios',
            'conversation_dataset', 'sft_counts', 'save_sft_data', 'load_sft_data', 'sft_data', 'pick_backend',
-           'training_template', 'sft_tokens', 'fast_inference', 'load_lora_model', 'sft_trainer', 'save_trained',
+           'training_template', 'sft_tokens', 'shared_prefix', 'pack_decisions', 'decision_packs', 'pack_loss',
+           'PackCollator', 'pack_trainer_class', 'fast_inference', 'load_lora_model', 'sft_trainer', 'save_trained',
            'train_lora_sft', 'teacher_forced_loss', 'merge_adapter']
 
 # %% ../nbs/09b_sft.ipynb #399a3ee3
@@ -460,7 +461,7 @@ def pick_backend(backend: str = 'auto') -> str:
 _LINEAR = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj']
 _QWEN = dict(lora_r=16, lora_alpha=16, lora_dropout=0.0, target_modules=_LINEAR, lr=2e-4, epochs=1, batch=1,
              grad_accum=8, max_length=8192, load_in_4bit=True, checkpointing=True, threads=None, expected_time=None,
-             first=None, whole=1.0, last=0, endings_only=False, window=None,
+             first=None, whole=1.0, last=0, endings_only=False, window=None, pack=False,
              docs=['https://unsloth.ai/docs/get-started/fine-tuning-for-beginners/unsloth-requirements',
                    'https://qwen.readthedocs.io/en/latest/training/unsloth.html',
                    'https://unsloth.ai/docs/get-started/fine-tuning-llms-guide/lora-hyperparameters-guide'])
@@ -469,15 +470,15 @@ SFT_CONFIGS = {
     'tiny': dict(base_model=None, lora_r=16, lora_alpha=32, lora_dropout=0.0, target_modules=_LINEAR, lr=2e-3,
                  epochs=1, batch=1, grad_accum=2, max_length=4096, load_in_4bit=False, checkpointing=False, threads=1,
                  gpu_memory_gb=None, expected_time=None, docs=[], first=3, whole=1.0, last=8,
-                 endings_only=False, window=None),
+                 endings_only=False, window=None, pack=False),
     'smollm2': dict(base_model=None, lora_r=16, lora_alpha=32, lora_dropout=0.0, target_modules=_LINEAR, lr=1e-3,
                     epochs=1, batch=1, grad_accum=2, max_length=4096, load_in_4bit=False, checkpointing=False,
                     threads=2, gpu_memory_gb=None, expected_time=None, docs=[], first=1, whole=0.0, last=0,
-                    endings_only=False, window=None),
+                    endings_only=False, window=None, pack=False),
     'qwen3-8b': dict(_QWEN, base_model='Qwen/Qwen3-8B', gpu_memory_gb={'qlora_4bit_min': 6, 'lora_16bit_min': 22}),
     'qwen3-14b': dict(_QWEN, base_model='Qwen/Qwen3-14B', gpu_memory_gb={'qlora_4bit_min': 8.5, 'lora_16bit_min': 33}),
 }
-SFT_CONFIGS['smollm2-decisions'] = dict(SFT_CONFIGS['smollm2'], first=None, window=4)   # every reply, windowed
+SFT_CONFIGS['smollm2-decisions'] = dict(SFT_CONFIGS['smollm2'], first=None, window=4, pack=True)   # 09b: decisions
 
 # %% ../nbs/09b_sft.ipynb #fbfa16cf
 def training_template(tok) -> str | None:
@@ -508,6 +509,71 @@ def sft_tokens(tok, split, max_length: int, chat_template: str | None = None, fi
             rows['input_ids'].append(enc['input_ids'][:max_length])
             rows['assistant_masks'].append(last_reply_mask(mask) if alone else mask)
     return Dataset.from_dict(rows)
+
+# %% ../nbs/09b_sft.ipynb #25acbc90
+def shared_prefix(ids: list, masks: list) -> int:
+    "The length of the token prefix all of a conversation's samples share before the first token any of them trains."
+    n = min(min(map(len, ids)), min(m.index(1) if 1 in m else len(m) for m in masks))
+    return next((i for i in range(n) if len({s[i] for s in ids}) > 1), n)
+
+def pack_decisions(ids: list, masks: list) -> dict:
+    "A conversation's decision samples as one row: the shared prefix, then each sample's tokens after it (`segments`)."
+    p = shared_prefix(ids, masks)
+    return {'input_ids': ids[0][:p] + [t for s in ids for t in s[p:]],
+            'assistant_masks': [0] * p + [x for m in masks for x in m[p:]], 'segments': [len(s) - p for s in ids]}
+
+# %% ../nbs/09b_sft.ipynb #6bcb6f3b
+def decision_packs(tok, split, window: int, chat_template: str | None = None, max_length: int = 4096, seed: int = 0):
+    "One `pack_decisions` row per conversation of a split: its decisions through `window`, each training its reply."
+    from datasets import Dataset
+    rows = {'input_ids': [], 'assistant_masks': [], 'segments': []}
+    for i in range(len(split)):
+        d = sft_tokens(tok, split.select([i]), max_length, chat_template, seed=seed, window=window)
+        for k, v in pack_decisions(d['input_ids'], d['assistant_masks']).items(): rows[k].append(v)
+    return Dataset.from_dict(rows)
+
+# %% ../nbs/09b_sft.ipynb #19c7c9d8
+def pack_loss(model, batch: dict):
+    "Summed next-token loss of one packed conversation (`batch`: `input_ids`, `labels`, `segments`), and its tokens."
+    import torch
+    import torch.nn.functional as F
+    from transformers.cache_utils import DynamicCache
+    ids, labels, segs = batch['input_ids'][0], batch['labels'][0], [int(s) for s in batch['segments']]
+    p, n, L = len(ids) - sum(segs), len(segs), max(segs)
+    out = model(input_ids=ids[None, :p], use_cache=True)
+    cuts = torch.tensor([0, *segs]).cumsum(0).tolist()
+    def seg(x, fill):   # the segments side by side, each padded to the longest
+        return torch.stack([F.pad(x[p + a:p + b], (0, L - b + a), value=fill) for a, b in zip(cuts, cuts[1:])])
+    x, y = seg(ids, 0), seg(labels, -100)
+    att = torch.cat([torch.ones(n, p, dtype=torch.long), seg(torch.ones_like(ids), 0)], 1)
+    kv = DynamicCache(ddp_cache_data=[(k.expand(n, -1, -1, -1), v.expand(n, -1, -1, -1)) for k, v, *_ in out.cache])
+    o = model(input_ids=x, attention_mask=att, cache=kv, position_ids=torch.arange(p, p + L).expand(n, -1))
+    logits = torch.cat([out.logits[:, -1:].expand(n, -1, -1), o.logits[:, :-1]], 1)   # each token from the one before
+    loss = F.cross_entropy(logits.flatten(0, 1), y.flatten(), ignore_index=-100, reduction='sum')
+    return loss, int((y != -100).sum())
+
+# %% ../nbs/09b_sft.ipynb #fa642a49
+class PackCollator:
+    "The batch of one packed row: input ids, labels (-100 but on trained tokens), an all-ones mask, its segments."
+    def __call__(self, rows: list) -> dict:
+        import torch
+        if len(rows) != 1: raise ConfigError(f'packed decisions train one conversation a batch, got {len(rows)}')
+        r = rows[0]
+        ids = torch.tensor([r['input_ids']])
+        labels = torch.tensor([r['labels'] if 'labels' in r else     # TRL builds them from the masks
+                               [t if m else -100 for t, m in zip(r['input_ids'], r['assistant_masks'])]])
+        return {'input_ids': ids, 'labels': labels, 'attention_mask': torch.ones_like(ids), 'segments': r['segments']}
+
+# %% ../nbs/09b_sft.ipynb #81029638
+def pack_trainer_class():
+    "TRL's `SFTTrainer` with `pack_loss` (imported late: TRL is the `train` extra's)."
+    from trl import SFTTrainer
+    class PackTrainer(SFTTrainer):
+        "SFT on packed decisions: the prefix once, every decision's segment on top of it."
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            loss, n = pack_loss(model, inputs)
+            return loss / (num_items_in_batch if num_items_in_batch is not None else max(n, 1))
+    return PackTrainer
 
 # %% ../nbs/09b_sft.ipynb #a81baf45
 def fast_inference(cfg: dict) -> dict:
@@ -543,16 +609,19 @@ def sft_trainer(model, tok, ds, cfg: dict, peft=None, max_steps: int | None = No
     "A TRL `SFTTrainer` on pre-tokenized samples `ds` with the settings `cfg` (a value of `SFT_CONFIGS`)."
     import torch
     from trl import SFTConfig, SFTTrainer
-    gpu = torch.cuda.is_available()
+    gpu, packed = torch.cuda.is_available(), 'segments' in ds.column_names    # packed decisions: `PackTrainer`
+    if packed and cfg['batch'] != 1: raise ConfigError(f"packed decisions train with batch 1, got {cfg['batch']}")
     args = SFTConfig(output_dir=tempfile.mkdtemp(), num_train_epochs=cfg['epochs'], max_steps=max_steps or -1,
                      learning_rate=cfg['lr'], per_device_train_batch_size=cfg['batch'],
-                     gradient_accumulation_steps=cfg['grad_accum'], max_length=cfg['max_length'], bf16=gpu,
+                     gradient_accumulation_steps=cfg['grad_accum'], max_length=None if packed else cfg['max_length'],
                      use_cpu=not gpu, report_to='none', logging_steps=10, save_strategy='no', seed=seed,
                      lr_scheduler_type='cosine', disable_tqdm=True, gradient_checkpointing=cfg['checkpointing'],
-                     include_num_input_tokens_seen='non_padding')
+                     include_num_input_tokens_seen='non_padding', bf16=gpu, remove_unused_columns=not packed)
     with _quiet():
-        return SFTTrainer(model=model, args=args, train_dataset=ds, processing_class=tok, peft_config=peft,
-                          callbacks=[step_file(progress_file)] if progress_file else None)
+        return (pack_trainer_class() if packed else SFTTrainer)(
+            model=model, args=args, train_dataset=ds, processing_class=tok, peft_config=peft,
+            data_collator=PackCollator() if packed else None,
+            callbacks=[step_file(progress_file)] if progress_file else None)
 
 # %% ../nbs/09b_sft.ipynb #711036ae
 def save_trained(model, tok, out_dir: Path, merge: bool, backend: str):
@@ -587,8 +656,9 @@ def train_lora_sft(model_dir, data_dir, out_dir, config: str = 'tiny', backend: 
     first = [sendable(json.loads(split[0]['messages'])), json.loads(split[0]['tools'])]
     same = template is None or tok.apply_chat_template(first[0], tools=first[1], tokenize=False) == \
         tok.apply_chat_template(first[0], tools=first[1], tokenize=False, chat_template=template)
-    ds = sft_tokens(tok, split, cfg['max_length'], template, cfg['first'], cfg['whole'], seed,
-                    cfg['last'], cfg['endings_only'], cfg['window'])
+    ds = (decision_packs(tok, split, cfg['window'], template, cfg['max_length'], seed) if cfg['pack'] else
+          sft_tokens(tok, split, cfg['max_length'], template, cfg['first'], cfg['whole'], seed, cfg['last'],
+                     cfg['endings_only'], cfg['window']))
     with torch_threads(cfg['threads']), _quiet():
         tr = sft_trainer(model, tok, ds, cfg, lora, max_steps, seed, progress_file)
         out = tr.train()

@@ -113,7 +113,7 @@ def test_report_regenerates_identical_numbers(reference, tmp_path):
     tables = {p.name: p.read_bytes() for p in (out / 'tables').glob('*.csv')}
     write_report(out, n_boot=200, figures=False)
     assert tables == {p.name: p.read_bytes() for p in (out / 'tables').glob('*.csv')}
-    assert len(tables) == 10      # regret.csv among them
+    assert len(tables) == 11 and {'regret.csv', 'listening.csv'} <= set(tables)
     lb = pd.read_csv(out / 'tables' / 'leaderboard.csv')
     assert set(lb['agent']) == set(LADDER.split(',')) and (lb['games'] == 7 * 30 * (1 + (lb['role'] == 'both'))).all()
 
