@@ -638,7 +638,8 @@ def _sft_report(tr, out, ds, cfg: dict, backend: str, config: str, out_dir: Path
     "What a training run did and measured."
     secs, n = out.metrics['train_runtime'], int(tr.state.num_input_tokens_seen)
     return {'backend': backend, 'config': config, 'steps': tr.state.global_step, 'samples': len(ds),
-            'truncated': sum(len(x) >= cfg['max_length'] for x in ds['input_ids']), 'train_tokens': n,
+            'train_tokens': n, 'truncated': 0 if 'segments' in ds.column_names else   # packs are never cut
+            sum(len(x) >= cfg['max_length'] for x in ds['input_ids']),
             'train_seconds': round(secs, 2), 'tokens_per_s': round(n / secs, 1) if secs else None,
             'final_loss': round(out.training_loss, 4), 'same_rendering': same, 'merged': merge,
             'out_dir': str(out_dir), 'agent': f'hf:{out_dir}' if merge else None}
