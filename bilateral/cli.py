@@ -282,7 +282,8 @@ def cmd_report(a) -> str:
     d = Path(a.run_dir)
     found = '' if rep['findings'] is None else ', the findings: findings.md'
     wrote = (f"\n\nwrote {len(rep['tables'])} tables to {d / 'tables'} (each agent's bargaining sanity: sanity.csv, "
-             f"its regret against the best response: regret.csv){found}, {len(rep['figures'])} figures to "
+             f"its regret against the best response: regret.csv, whether it listens: listening.csv){found}, "
+             f"{len(rep['figures'])} figures to "
              f"{d / 'figures'}")
     return gap + head + ratings + wrote + (f", the page {rep['page']}" if rep['page'] else '')
 
