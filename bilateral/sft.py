@@ -28,9 +28,9 @@ __all__ = ['TINY_WINDOW', 'ROLES', 'SFT_COLUMNS', 'SFT_CONFIGS', 'windows', 'cut
            'tool_call_rate', 'first_situations', 'greedy_replies', 'first_offers', 'first_offer_scores',
            'accept_moments', 'accept_scores', 'offer_curve', 'role_rows', 'select_conversations', 'split_scenarios',
            'conversation_dataset', 'sft_counts', 'save_sft_data', 'load_sft_data', 'sft_data', 'pick_backend',
-           'training_template', 'sft_tokens', 'shared_prefix', 'pack_decisions', 'decision_packs', 'pack_loss',
-           'PackCollator', 'pack_trainer_class', 'fast_inference', 'load_lora_model', 'sft_trainer', 'save_trained',
-           'train_lora_sft', 'teacher_forced_loss', 'merge_adapter']
+           'training_template', 'sft_tokens', 'shared_prefix', 'pack_decisions', 'accepts', 'decision_packs',
+           'pack_loss', 'PackCollator', 'pack_trainer_class', 'fast_inference', 'load_lora_model', 'sft_trainer',
+           'save_trained', 'train_lora_sft', 'teacher_forced_loss', 'merge_adapter']
 
 # %% ../nbs/09b_sft.ipynb #399a3ee3
 def windows(conv: list, window: int | None, per_conv: int, rng) -> list:
@@ -461,7 +461,7 @@ def pick_backend(backend: str = 'auto') -> str:
 _LINEAR = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj']
 _QWEN = dict(lora_r=16, lora_alpha=16, lora_dropout=0.0, target_modules=_LINEAR, lr=2e-4, epochs=1, batch=1,
              grad_accum=8, max_length=8192, load_in_4bit=True, checkpointing=True, threads=None, expected_time=None,
-             first=None, whole=1.0, last=0, endings_only=False, window=None, pack=False,
+             first=None, whole=1.0, last=0, endings_only=False, window=None, pack=False, accept_weight=1.0,
              docs=['https://unsloth.ai/docs/get-started/fine-tuning-for-beginners/unsloth-requirements',
                    'https://qwen.readthedocs.io/en/latest/training/unsloth.html',
                    'https://unsloth.ai/docs/get-started/fine-tuning-llms-guide/lora-hyperparameters-guide'])
@@ -470,15 +470,16 @@ SFT_CONFIGS = {
     'tiny': dict(base_model=None, lora_r=16, lora_alpha=32, lora_dropout=0.0, target_modules=_LINEAR, lr=2e-3,
                  epochs=1, batch=1, grad_accum=2, max_length=4096, load_in_4bit=False, checkpointing=False, threads=1,
                  gpu_memory_gb=None, expected_time=None, docs=[], first=3, whole=1.0, last=8,
-                 endings_only=False, window=None, pack=False),
+                 endings_only=False, window=None, pack=False, accept_weight=1.0),
     'smollm2': dict(base_model=None, lora_r=16, lora_alpha=32, lora_dropout=0.0, target_modules=_LINEAR, lr=1e-3,
                     epochs=1, batch=1, grad_accum=2, max_length=4096, load_in_4bit=False, checkpointing=False,
                     threads=2, gpu_memory_gb=None, expected_time=None, docs=[], first=1, whole=0.0, last=0,
-                    endings_only=False, window=None, pack=False),
+                    endings_only=False, window=None, pack=False, accept_weight=1.0),
     'qwen3-8b': dict(_QWEN, base_model='Qwen/Qwen3-8B', gpu_memory_gb={'qlora_4bit_min': 6, 'lora_16bit_min': 22}),
     'qwen3-14b': dict(_QWEN, base_model='Qwen/Qwen3-14B', gpu_memory_gb={'qlora_4bit_min': 8.5, 'lora_16bit_min': 33}),
 }
 SFT_CONFIGS['smollm2-decisions'] = dict(SFT_CONFIGS['smollm2'], first=None, window=4, pack=True)   # 09b: decisions
+SFT_CONFIGS['smollm2-decisions-accept3'] = dict(SFT_CONFIGS['smollm2-decisions'], accept_weight=3.0)  # issue 55, try 2
 
 # %% ../nbs/09b_sft.ipynb #fbfa16cf
 def training_template(tok) -> str | None:
@@ -523,18 +524,27 @@ def pack_decisions(ids: list, masks: list) -> dict:
             'assistant_masks': [0] * p + [x for m in masks for x in m[p:]], 'segments': [len(s) - p for s in ids]}
 
 # %% ../nbs/09b_sft.ipynb #6bcb6f3b
-def decision_packs(tok, split, window: int, chat_template: str | None = None, max_length: int = 4096, seed: int = 0):
-    "One `pack_decisions` row per conversation of a split: its decisions through `window`, each training its reply."
+def accepts(conv: list) -> list[bool]:
+    "For each reply of a conversation, whether it accepts the other side's offer."
+    return [any(c['function']['name'] == 'accept_offer' for c in m.get('tool_calls') or [])
+            for m in conv if m['role'] == 'assistant']
+
+def decision_packs(tok, split, window: int, chat_template: str | None = None, max_length: int = 4096, seed: int = 0,
+                   accept_weight: float = 1.0):
+    """One `pack_decisions` row per conversation of a split: its decisions through `window`, each training its reply,
+    with a loss weight a decision (`weights`: `accept_weight` for an acceptance, 1 for any other reply)."""
     from datasets import Dataset
-    rows = {'input_ids': [], 'assistant_masks': [], 'segments': []}
+    rows = {'input_ids': [], 'assistant_masks': [], 'segments': [], 'weights': []}
     for i in range(len(split)):
         d = sft_tokens(tok, split.select([i]), max_length, chat_template, seed=seed, window=window)
         for k, v in pack_decisions(d['input_ids'], d['assistant_masks']).items(): rows[k].append(v)
+        rows['weights'].append([accept_weight if a else 1.0 for a in accepts(json.loads(split[i]['messages']))])
     return Dataset.from_dict(rows)
 
 # %% ../nbs/09b_sft.ipynb #19c7c9d8
 def pack_loss(model, batch: dict):
-    "Summed next-token loss of one packed conversation (`batch`: `input_ids`, `labels`, `segments`), and its tokens."
+    """Summed next-token loss of one packed conversation (`batch`: `input_ids`, `labels`, `segments`, and optional
+    `weights`, one a segment), and the number of tokens it trains."""
     import torch
     import torch.nn.functional as F
     from transformers.cache_utils import DynamicCache
@@ -549,12 +559,14 @@ def pack_loss(model, batch: dict):
     kv = DynamicCache(ddp_cache_data=[(k.expand(n, -1, -1, -1), v.expand(n, -1, -1, -1)) for k, v, *_ in out.cache])
     o = model(input_ids=x, attention_mask=att, cache=kv, position_ids=torch.arange(p, p + L).expand(n, -1))
     logits = torch.cat([out.logits[:, -1:].expand(n, -1, -1), o.logits[:, :-1]], 1)   # each token from the one before
-    loss = F.cross_entropy(logits.flatten(0, 1), y.flatten(), ignore_index=-100, reduction='sum')
+    loss = F.cross_entropy(logits.flatten(0, 1), y.flatten(), ignore_index=-100, reduction='none').view(n, L)
+    w = torch.as_tensor(batch.get('weights') if batch.get('weights') is not None else [1.0] * n, dtype=loss.dtype)
+    loss = (loss.sum(1) * w).sum()
     return loss, int((y != -100).sum())
 
 # %% ../nbs/09b_sft.ipynb #fa642a49
 class PackCollator:
-    "The batch of one packed row: input ids, labels (-100 but on trained tokens), an all-ones mask, its segments."
+    "The batch of one packed row: input ids, labels (-100 but on trained tokens), an all-ones mask, segments, weights."
     def __call__(self, rows: list) -> dict:
         import torch
         if len(rows) != 1: raise ConfigError(f'packed decisions train one conversation a batch, got {len(rows)}')
@@ -562,7 +574,8 @@ class PackCollator:
         ids = torch.tensor([r['input_ids']])
         labels = torch.tensor([r['labels'] if 'labels' in r else     # TRL builds them from the masks
                                [t if m else -100 for t, m in zip(r['input_ids'], r['assistant_masks'])]])
-        return {'input_ids': ids, 'labels': labels, 'attention_mask': torch.ones_like(ids), 'segments': r['segments']}
+        return {'input_ids': ids, 'labels': labels, 'attention_mask': torch.ones_like(ids), 'segments': r['segments'],
+                'weights': r.get('weights')}
 
 # %% ../nbs/09b_sft.ipynb #81029638
 def pack_trainer_class():
@@ -657,9 +670,9 @@ def train_lora_sft(model_dir, data_dir, out_dir, config: str = 'tiny', backend: 
     first = [sendable(json.loads(split[0]['messages'])), json.loads(split[0]['tools'])]
     same = template is None or tok.apply_chat_template(first[0], tools=first[1], tokenize=False) == \
         tok.apply_chat_template(first[0], tools=first[1], tokenize=False, chat_template=template)
-    ds = (decision_packs(tok, split, cfg['window'], template, cfg['max_length'], seed) if cfg['pack'] else
-          sft_tokens(tok, split, cfg['max_length'], template, cfg['first'], cfg['whole'], seed, cfg['last'],
-                     cfg['endings_only'], cfg['window']))
+    ds = (decision_packs(tok, split, cfg['window'], template, cfg['max_length'], seed, cfg['accept_weight'])
+          if cfg['pack'] else sft_tokens(tok, split, cfg['max_length'], template, cfg['first'], cfg['whole'], seed,
+                                         cfg['last'], cfg['endings_only'], cfg['window']))
     with torch_threads(cfg['threads']), _quiet():
         tr = sft_trainer(model, tok, ds, cfg, lora, max_steps, seed, progress_file)
         out = tr.train()
