@@ -513,7 +513,7 @@ def _add_train(sub):
     t.add_argument('--deal', action='store_true', help='sft: only games that ended in a deal')
     t.add_argument('--min-share', type=_number(float), default=None,
                    help="sft: only games where the role's share reached this")
-    t.add_argument('--opponent', default='boulware', help='grpo: the fixed agent the model plays against')
+    t.add_argument('--opponent', default='boulware', help='grpo: the agent it plays against (a,b,c: a population)')
     t.add_argument('--reward', default='share', help='grpo: the reward variant')
     t.add_argument('--scenarios', type=_number(int, 1), default=None,
                    help="grpo: scenarios to train on (the config's by default); dagger: scenarios to play (8)")

@@ -81,13 +81,15 @@ class Rollout:
 # %% ../nbs/09c_grpo.ipynb #0123c03b
 @add_tool_methods
 class BargainEnv:
-    "One game per rollout: the trainer's model plays `role` through tool calls, a fixed agent plays the other side."
+    """One game per rollout: the trainer's model plays `role` through tool calls, a fixed agent plays the other side
+    (`opponent`: one agent spec, or several joined by commas, a population: each dataset row names its opponent)."""
     def __init__(self, opponent: str = 'boulware', role: str = 'buyer', rules: Rules = Rules()):
-        self.opponent, self.rules, self.rollout = opponent, rules, None   # `reset` builds each game's `Rollout`
+        self.opponents = opponent.split(',')
+        self.opponent, self.rules, self.rollout = self.opponents[0], rules, None   # `reset` builds each `Rollout`
         self.role = Role('buyer' if role == 'both' else role)   # 'both': each dataset row names its role
         self.loop = asyncio.new_event_loop()   # the opponent's, kept from game to game
         self.seconds = 0.0            # time spent in the environment and the engine, over every game it held
-        make_agent(opponent)          # a bad spec fails here, before any training
+        for o in self.opponents: make_agent(o)   # a bad spec fails here, before any training
 
     @property
     def eng(self) -> Engine | None: return self.rollout.eng if self.rollout else None   # the current game
@@ -117,10 +119,11 @@ def _advance(self: BargainEnv):
 # %% ../nbs/09c_grpo.ipynb #3a557c7b
 @patch
 def reset(self: BargainEnv, scenario: str, seed: int, first_mover: str = 'buyer', role: str | None = None,
-          **row) -> str:
-    "Start the game of a dataset row (as its `role`, if it names one); return the opening message."
+          opponent: str | None = None, **row) -> str:
+    "Start the game of a dataset row (as its `role` against its `opponent`, if it names them); the opening message."
     t0 = time.perf_counter()
     if role: self.role = Role(role)
+    if opponent: self.opponent = opponent
     sc, rules = scenario_from_json(json.loads(scenario)), replace(self.rules, first_mover=first_mover)
     eng = Engine(sc, rules, seed)
     r = self.rollout = Rollout(eng, make_agent(self.opponent))
@@ -248,9 +251,10 @@ def _gap_games(roles: list, share: float, seed: int) -> set:
 GRPO_ROLES = ('buyer', 'seller', 'both')
 
 def grpo_rows(n: int, role: str = 'buyer', preset: str = DEFAULT_PRESET, seed: int = 0, rules: Rules = Rules(),
-              no_zopa: float = 0.0) -> list:
+              no_zopa: float = 0.0, opponents: list | None = None) -> list:
     """`n` games for `role` ('both': buyer, buyer, seller, seller, ...), on scenarios apart from a tournament's; a
-    share `no_zopa` of each role's games on scenarios of the same world without a ZOPA, where walking away is right."""
+    share `no_zopa` of each role's games on scenarios of the same world without a ZOPA, where walking away is right;
+    with `opponents` (a population), game i against `opponents[i % len(opponents)]`."""
     if role not in GRPO_ROLES: raise ConfigError(f"role must be one of {', '.join(GRPO_ROLES)}, got {role!r}")
     roles = [('buyer', 'seller')[i // 2 % 2] if role == 'both' else role for i in range(n)]
     gap, rows = _gap_games(roles, no_zopa, seed), []
@@ -261,13 +265,14 @@ def grpo_rows(n: int, role: str = 'buyer', preset: str = DEFAULT_PRESET, seed: i
         brief = Engine(sc, replace(rules, first_mover=fm), seed + i).brief(Role(me))
         prompt = [{'role': 'system', 'content': system_prompt(brief)}, {'role': 'user', 'content': ''}]
         rows.append({'prompt': prompt, 'scenario': json.dumps(scenario_json(sc)), 'seed': seed + i,
-                     'first_mover': fm, 'scenario_index': i, 'role': me})
+                     'first_mover': fm, 'scenario_index': i, 'role': me,
+                     **({'opponent': opponents[i % len(opponents)]} if opponents else {})})
     return rows
 
-def grpo_dataset(cfg: dict, role: str, seed: int, rules: Rules):
+def grpo_dataset(cfg: dict, role: str, seed: int, rules: Rules, opponents: list | None = None):
     "TRL's dataset of a configuration's games: `grpo_rows` of its scenarios, preset and share without a ZOPA."
     from datasets import Dataset
-    return Dataset.from_list(grpo_rows(cfg['scenarios'], role, cfg['preset'], seed, rules, cfg['no_zopa']))
+    return Dataset.from_list(grpo_rows(cfg['scenarios'], role, cfg['preset'], seed, rules, cfg['no_zopa'], opponents))
 
 # %% ../nbs/09c_grpo.ipynb #541a6fd2
 _FAILED = {EndReason.INVALID_CALLS, EndReason.AGENT_LIMIT, EndReason.CONTEXT_OVERFLOW}
@@ -489,14 +494,15 @@ def reward_trend(log: list[dict], n_perm: int = 2000, seed: int = 0) -> dict:
 def train_grpo(model_dir, out_dir, opponent: str = 'boulware', role: str = 'buyer', config: str = 'tiny',
                backend: str = 'auto', reward: str | dict = 'share', max_steps: int | None = None,
                progress_file: str | None = None, seed: int = 0, progress: bool = False, **overrides) -> dict:
-    "GRPO of `model_dir` as `role` against `opponent` into `out_dir` (with `torchrun`: all ranks' rollouts, one model)."
+    """GRPO of `model_dir` as `role` against `opponent` into `out_dir` (with `torchrun`: all ranks' rollouts, one
+    model); `opponent` may be a population, agent specs joined by commas: the games go to each in turn."""
     from trl import GRPOTrainer
     cfg, out, rewards = _grpo_config(config, max_steps, overrides), Path(out_dir), Rewards(reward)
-    be = pick_backend(backend)
+    be, pop = pick_backend(backend), opponent.split(',')
     (model, tok, peft), rules = load_lora_model(str(model_dir), cfg, be), Rules(deadline=cfg['deadline'])
     with torch_threads(cfg['threads']):
         tr = GRPOTrainer(model=model, args=_grpo_args(cfg, out, list(rewards.weights.values()), seed, progress),
-                         train_dataset=grpo_dataset(cfg, role, seed, rules),
+                         train_dataset=grpo_dataset(cfg, role, seed, rules, pop if len(pop) > 1 else None),
                          processing_class=grpo_tokenizer(model_dir), reward_funcs=rewards.funcs(),
                          environment_factory=partial(BargainEnv, opponent, role, rules), peft_config=peft)
         if (acc := tr.accelerator).is_main_process and progress_file: tr.add_callback(step_file(progress_file))

@@ -12,15 +12,15 @@ from typing import NamedTuple
 import numpy as np
 from pathlib import Path
 from fastcore.basics import patch
-from .core import ConfigError, Unreachable
+from .core import ConfigError, Unreachable, derive_seed
 from .protocol import Brief
 from .agents import Opt, register_agent
 from .chat import PROMPT_NAME, ChatAgent, ChatLimits, Reply, prompt_hash
 
 # %% auto #0
 __all__ = ['CACHE_MB', 'HF_OPTIONS', 'parse_tool_calls', 'Prefix', 'common_prefix', 'PrefixCache', 'batch_layout', 'prefix_mb',
-           'read_cut', 'trim_heap', 'prefix_generation', 'default_threads', 'LocalModel', 'local_model',
-           'release_models', 'LocalAgent']
+           'read_cut', 'trim_heap', 'prefix_generation', 'default_threads', 'LocalModel', 'SeededSampling', 'sampling',
+           'local_model', 'release_models', 'LocalAgent']
 
 # %% ../nbs/06c_local.ipynb #eb0ae100
 _CALL = re.compile(r'<tool_call>\s*(.*?)\s*(?:</tool_call>|$)', re.S)
@@ -236,6 +236,29 @@ def _decode(self: LocalModel, row, n_in: int) -> tuple[str, int, int]:
     text = self.tok.decode(ids, skip_special_tokens=False)
     return text.replace(self.tok.eos_token, '').replace(self.tok.pad_token, ''), n_in, len(ids)
 
+# %% ../nbs/06c_local.ipynb #5e1d0a02
+class SeededSampling:
+    "A logits processor: each row sampled at its own temperature with its own seed (temperature 0: left greedy)."
+    def __init__(self, temps: list, seeds: list): self.temps, self.seeds, self.start = temps, seeds, None
+    def __call__(self, input_ids, scores):
+        import torch
+        if self.start is None: self.start = input_ids.shape[1]
+        k, out = input_ids.shape[1] - self.start, scores.clone()
+        for i, (t, s) in enumerate(zip(self.temps, self.seeds)):
+            if t > 0:
+                g = torch.Generator().manual_seed(derive_seed(s, k))
+                out[i] = scores[i] / t - torch.empty(scores.shape[1]).exponential_(generator=g).log()
+        return out
+
+# %% ../nbs/06c_local.ipynb #5e1d0a05
+def sampling(temps: list, seeds: list) -> dict:
+    "`generate` arguments that sample the rows with a temperature above 0, each with its seed (None: a fresh one)."
+    if not any(t > 0 for t in temps): return {}
+    import secrets
+    from transformers import LogitsProcessorList
+    seeds = [secrets.randbits(63) if s is None else s for s in seeds]
+    return {'logits_processor': LogitsProcessorList([SeededSampling(temps, seeds)])}
+
 # %% ../nbs/06c_local.ipynb #db0b73d4
 @patch
 def _run(self: LocalModel, batch) -> list:
@@ -245,9 +268,9 @@ def _run(self: LocalModel, batch) -> list:
     texts = [self.tok.apply_chat_template(m, tools=t, add_generation_prompt=True, tokenize=False)
              for m, t, *_ in batch]
     rows = [np.array(self.tok(t, add_special_tokens=False)['input_ids']) for t in texts]
-    temp = max(b[3] for b in batch)
     out, w = self.prefix.generate(rows, self.tok.pad_token_id, max_new_tokens=max(b[2] for b in batch),
-                                  do_sample=temp > 0, temperature=temp or None, top_p=None, top_k=None)
+                                  do_sample=False, temperature=None, top_p=None, top_k=None,
+                                  **sampling([b[3] for b in batch], [b[4] for b in batch]))
     self.batches += 1
     replies = [self._decode(row, len(r)) for row, r in zip(out[:, w:], rows)]
     del out
@@ -273,11 +296,12 @@ async def generate(self: LocalModel,
                    messages: list,            # the conversation, OpenAI-style
                    tools: list,               # the tools, in the OpenAI `tools=` format
                    max_new_tokens: int = 96,  # the most tokens to generate
-                   temperature: float = 0.0,  # 0: greedy; above: sampled (a batch samples at its highest)
+                   temperature: float = 0.0,  # 0: greedy; above: sampled
+                   seed: int | None = None,   # the sampling seed (None: a fresh one)
                   ) -> tuple[str, int, int]:
     "(generated text, prompt tokens, generated tokens) for one conversation."
     fut = asyncio.get_running_loop().create_future()
-    await self.queue.put((messages, tools, max_new_tokens, temperature, fut))
+    await self.queue.put((messages, tools, max_new_tokens, temperature, seed, fut))
     if self.worker is None or self.worker.done(): self.worker = asyncio.create_task(self._serve())
     return await fut
 
@@ -340,7 +364,8 @@ class LocalAgent(ChatAgent):
 @patch
 async def complete(self: LocalAgent, messages, tools) -> Reply:
     t0 = time.perf_counter()
-    text, n_in, n_out = await self.lm.generate(messages, tools, self.max_new, self.temp)
+    seed = derive_seed(self.brief.seed, self.brief.role.value, self.usage['calls'])   # one a reply of a game
+    text, n_in, n_out = await self.lm.generate(messages, tools, self.max_new, self.temp, seed)
     content, calls = parse_tool_calls(text)
     return Reply(content, calls, 'tool_calls' if calls else 'stop', n_in, n_out, time.perf_counter() - t0)
 
