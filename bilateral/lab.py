@@ -466,7 +466,7 @@ def connect(self: Lab, code: str, ws):
     self.socks.setdefault(code, set()).add(ws)
     self.gone.pop(code, None)
     p = self.participant(code)
-    if p['stage'] == 'play' and code not in self.seats and code not in self.queue and code not in self.last:
+    if p['stage'] == 'play' and code not in self.last:
         self.next_game(code)
     self.show(code, self.state(code))
 
@@ -496,7 +496,7 @@ def handle(self: Lab, code: str, msg: dict):
             return self.next_game(code)
     elif kind == 'act' and (seat := self.seats.get(code)) and seat.view.d['your_turn'] and seat.actions.empty():
         return seat.actions.put_nowait(msg)
-    elif kind == 'next' and p['stage'] == 'play' and code not in self.seats and code not in self.queue:
+    elif kind == 'next' and p['stage'] == 'play':
         return self.next_game(code)
     else: return
     self.show(code, self.state(code))
@@ -541,6 +541,7 @@ def start_game(self: Lab, seats: dict):
 def next_game(self: Lab, code: str):
     "Start `code`'s next game, queue them for a partner, or show the payoff page when their games are played."
     s, p, games = self.session, self.participant(code), self.games_of(code)
+    if code in self.queue or any(g['status'] == 'running' for g in games): return     # one game at a time
     if sum(g['scored'] for g in games) >= s.games or len(games) >= 2 * s.games + 2:
         pay = payoff(s, [g['surplus'] for g in games if g['scored']])
         self._set(code, stage='done', finished_at=time.time(), payoff=pay)

@@ -262,3 +262,54 @@ def test_twenty_participants_at_once(tmp_path):
     q = lambda p: lag[min(len(lag) - 1, int(p * len(lag)))] * 1000
     print(f'\n20 participants, {len(games)} games in {wall:.1f} s; server peak RSS {peak / 1024:.0f} MiB; '
           f'{len(lag)} answers: median {q(0.5):.0f} ms, p95 {q(0.95):.0f} ms, max {lag[-1] * 1000:.0f} ms')
+
+# --- integrity (issue 56): raw WebSocket frames a page would never send
+
+def _ws(link: str) -> str: return link.replace('http://', 'ws://').replace('/p/', '/ws/')
+
+def _lab_rows(d, sql: str, args=()) -> list:
+    "Rows of the session's lab.sqlite, read from this process (read-only)."
+    import sqlite3
+    con = sqlite3.connect(f'file:{Path(d) / "lab.sqlite"}?mode=ro', uri=True, timeout=30)
+    try: return con.execute(sql, args).fetchall()
+    finally: con.close()
+
+async def _play(ws, frames: list, on_turn=None, on_over=None) -> dict:
+    "Play on a participant's open socket to the payoff page, as lab_bot does; the hooks may send other frames."
+    from lab_bot import move
+    while True:
+        st = json.loads(await ws.recv())
+        frames.append(st)
+        if st.get('stage') == 'payoff': return st
+        if st.get('stage') != 'game': continue
+        if st['over']: await ws.send(json.dumps({'type': 'next'}))
+        if st['over'] and on_over: await on_over(ws, st)
+        if not st['over'] and st['your_turn']:
+            if not (on_turn and await on_turn(ws, st)): await ws.send(json.dumps(move(st)))
+
+def test_one_game_at_a_time(tmp_path):
+    """Five 'next' frames right after the check, and a double click on Continue after each game, start no extra game:
+    the participant plays their two games one after the other and is paid for those two."""
+    import websockets
+    d, port = tmp_path / 'session', free_port()
+    cm, proc, lines = start(d, port, 1, '--treatment', '1:buyer:conceder', '--games', '2', '--deadline', '10')
+    frames = []
+
+    async def go():
+        async with websockets.connect(_ws(links(lines)['P01'])) as ws:
+            await ws.send(json.dumps({'type': 'consent', 'agree': True}))
+            await ws.send(json.dumps({'type': 'quiz', 'answers': [q[2] for q in QUIZ]}))
+            for _ in range(5): await ws.send(json.dumps({'type': 'next'}))          # one burst
+            async def again(ws, st): await ws.send(json.dumps({'type': 'next'}))    # the second click
+            return await _play(ws, frames, on_over=again)
+    try: pay = asyncio.run(asyncio.wait_for(go(), 150))
+    finally: stop(cm, proc)
+    rows = _lab_rows(d, 'SELECT game_id, status, started_at, ended_at FROM lab_games ORDER BY idx')
+    assert [r[:2] for r in rows] == [('L0000', 'done'), ('L0001', 'done')], rows
+    assert rows[1][2] >= rows[0][3]                           # the second game began after the first was stored
+    seen = [f['game_id'] for f in frames if f.get('stage') == 'game']
+    assert [g for i, g in enumerate(seen) if i == 0 or g != seen[i - 1]] == ['L0000', 'L0001']   # never mixed
+    with Store(d, create=False) as st: assert st.count() == 2 and st.failures().empty
+    dollars = [g['surplus'] for g in pay['games']]
+    assert len(dollars) == 2 and pay['payoff'] == pytest.approx(max(0, 5 + 0.05 * sum(dollars)), abs=0.01)
+    assert _lab_rows(d, 'SELECT stage, payoff FROM participants') == [('done', pay['payoff'])]
