@@ -249,7 +249,7 @@ class PersonSeat:
 def _calls(self: PersonSeat, msg: dict) -> list[ToolCall] | None:
     "The calls one browser action stands for: the tool, then a wait for the reply where asked and the call is valid."
     tool, args = msg.get('tool'), msg.get('args') or {}
-    if tool not in TOOLS or not isinstance(args, dict): return None
+    if not isinstance(tool, str) or tool not in TOOLS or not isinstance(args, dict): return None
     self.n += 1
     calls = [ToolCall(tool, args, f'h{self.n}')]
     if msg.get('then_wait') and not TOOLS[tool].ends_turn:
@@ -258,6 +258,12 @@ def _calls(self: PersonSeat, msg: dict) -> list[ToolCall] | None:
         self.n += 1
         calls.append(ToolCall('wait_for_response', {}, f'h{self.n}'))
     return calls
+
+def _refused(msg: dict) -> dict:
+    "The error a page is shown for an action no tool stands for: an unknown tool, or arguments that are no object."
+    known = isinstance(msg.get('tool'), str) and msg['tool'] in TOOLS
+    code = 'arguments_not_object' if known else 'unknown_tool'
+    return {'tool': msg['tool'] if known else None, 'text': error_text({'error': code, 'message': 'nothing was done'})}
 
 # %% ../nbs/16_lab.ipynb #600680a8
 @patch
@@ -276,11 +282,14 @@ async def decide(self: PersonSeat, obs, clock, deadline: float) -> tuple[list, f
             if self.lab.away(self.code) >= self.lab.session.leave_after:
                 return [ToolCall('quit_negotiation', {}, 'lab:left')], now
             continue
-        if (calls := self._calls(msg)):
-            self.sent, self.sent_at = {c.id: c for c in calls}, now
-            self.view.d['your_turn'] = False
+        if (calls := self._calls(msg)) is None:                 # refused: still their turn
+            self.view.d['errors'] = [_refused(msg)]
             self.push()
-            return calls, now
+            continue
+        self.sent, self.sent_at = {c.id: c for c in calls}, now
+        self.view.d.update(your_turn=False, errors=[])
+        self.push()
+        return calls, now
 
 # %% ../nbs/16_lab.ipynb #3adb6cd9
 @patch
@@ -501,6 +510,13 @@ def handle(self: Lab, code: str, msg: dict):
     else: return
     self.show(code, self.state(code))
 
+@patch
+def receive(self: Lab, code: str, text: str) -> dict | None:
+    "One frame from `code`'s page, handled; or the error it gets back (a stable code and a sentence), nothing done."
+    try: msg = json.loads(text)
+    except (ValueError, RecursionError): return {'error': 'invalid_json', 'message': ERROR_CODES['invalid_json']}
+    self.handle(code, msg)
+
 # %% ../nbs/16_lab.ipynb #fb510a8d
 @patch
 async def run_game(self: Lab, gid: str, idx: int, k: dict, scenario, seats: dict):
@@ -612,7 +628,8 @@ def make_app(lab: Lab, base: str = ''):
         await ws.accept()
         lab.connect(code, ws)
         try:
-            while True: lab.handle(code, json.loads(await ws.receive_text()))
+            while True:
+                if (err := lab.receive(code, await ws.receive_text())): await ws.send_text(json.dumps(err))
         except Exception: pass
         finally: lab.disconnect(code, ws)
 

@@ -313,3 +313,39 @@ def test_one_game_at_a_time(tmp_path):
     dollars = [g['surplus'] for g in pay['games']]
     assert len(dollars) == 2 and pay['payoff'] == pytest.approx(max(0, 5 + 0.05 * sum(dollars)), abs=0.01)
     assert _lab_rows(d, 'SELECT stage, payoff FROM participants') == [('done', pay['payoff'])]
+
+def test_a_malformed_action_cannot_end_a_game(tmp_path):
+    """On their turn, actions no tool stands for (a tool that is a list, an object or no tool's name; arguments that are
+    no object) and a frame that is no JSON are refused with stable codes; the game goes on, is scored, and is the
+    participant's only one (no new item)."""
+    import websockets
+    d, port = tmp_path / 'session', free_port()
+    cm, proc, lines = start(d, port, 1, '--treatment', '1:buyer:conceder', '--games', '1', '--deadline', '10')
+    bad = [{'type': 'act', 'tool': ['make_offer']}, {'type': 'act', 'tool': {'make_offer': 1}},
+           {'type': 'act', 'tool': 'fly', 'args': {}}, {'type': 'act', 'tool': 'make_offer', 'args': [30]}]
+    frames, refused = [], []
+
+    async def go():
+        async with websockets.connect(_ws(links(lines)['P01'])) as ws:
+            await ws.send('{"type": "consent"')                                       # no JSON
+            while 'error' not in (m := json.loads(await ws.recv())): pass
+            refused.append(m)
+            await ws.send(json.dumps({'type': 'consent', 'agree': True}))
+            await ws.send(json.dumps({'type': 'quiz', 'answers': [q[2] for q in QUIZ]}))
+            async def turn(ws, st):
+                "The next malformed action while any is left: one at a time, each answered by its refusal."
+                if not bad: return False
+                await ws.send(json.dumps(bad.pop(0)))
+                return True
+            return await _play(ws, frames, on_turn=turn)
+    try: pay = asyncio.run(asyncio.wait_for(go(), 120))
+    finally: stop(cm, proc)
+    assert refused[-1]['error'] == 'invalid_json'
+    shown = {e['text'].split('(')[-1] for f in frames if f.get('stage') == 'game' for e in f['errors']}
+    assert not bad and shown == {'unknown_tool): nothing was done', 'arguments_not_object): nothing was done'}, shown
+    assert {f['game_id'] for f in frames if f.get('stage') == 'game'} == {'L0000'}
+    assert _lab_rows(d, 'SELECT game_id, status FROM lab_games') == [('L0000', 'done')]
+    with Store(d, create=False) as st:
+        assert st.count() == 1 and st.failures().empty
+        assert dict(st.transcripts())['L0000']['outcome']['reason'] != 'agent_error'
+    assert len(pay['games']) == 1
