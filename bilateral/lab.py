@@ -6,7 +6,7 @@ Docs: https://github.com/bilateral-dev/bilateral/lab.html.md"""
 
 # %% ../nbs/16_lab.ipynb #9119a048
 from __future__ import annotations
-import argparse, asyncio, csv, html, json, math, secrets, sqlite3, sys, time
+import argparse, asyncio, csv, html, json, math, secrets, socket, sqlite3, sys, time
 from fastcore.basics import patch
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -20,11 +20,11 @@ from .store import Store
 from .play import _failed
 
 # %% auto #0
-__all__ = ['HUMAN', 'CONSENT', 'INSTRUCTIONS', 'LAB_SCHEMA', 'LAB_FILE', 'QUIZ', 'EXPORT_COLUMNS', 'Treatment', 'parse_treatment',
-           'Session', 'session_json', 'session_from_json', 'surplus', 'payoff', 'open_lab', 'create_session',
-           'load_session', 'admin_token', 'links', 'grade', 'error_text', 'View', 'PersonSeat', 'play_live',
-           'close_game', 'Lab', 'asset', 'page', 'admin_html', 'make_app', 'serve', 'export_rows', 'export_csv',
-           'cmd_lab', 'add_lab']
+__all__ = ['HUMAN', 'CONSENT', 'INSTRUCTIONS', 'LAB_SCHEMA', 'LAB_FILE', 'QUIZ', 'LOCK_FILE', 'EXPORT_COLUMNS', 'Treatment',
+           'parse_treatment', 'Session', 'session_json', 'session_from_json', 'surplus', 'payoff', 'open_lab',
+           'create_session', 'load_session', 'admin_token', 'links', 'grade', 'error_text', 'View', 'PersonSeat',
+           'play_live', 'close_game', 'Lab', 'asset', 'page', 'admin_html', 'make_app', 'hold', 'listen', 'serve',
+           'export_rows', 'export_csv', 'cmd_lab', 'add_lab']
 
 # %% ../nbs/16_lab.ipynb #65c6716e
 HUMAN = 'human'   # the opponent of a treatment whose participants the server matches with each other
@@ -636,20 +636,45 @@ def make_app(lab: Lab, base: str = ''):
     routes = [Route('/p/{token}', participant), Route('/admin', admin), WebSocketRoute('/ws/{token}', socket)]
     return Starlette(routes=routes)
 
+# %% ../nbs/16_lab.ipynb #b429c151
+LOCK_FILE = 'lab.lock'
+
+def hold(d: str | Path):
+    "The lock of session directory `d`, held while the returned file stays open; `ConfigError` if a server holds it."
+    import fcntl
+    Path(d).mkdir(parents=True, exist_ok=True)
+    f = open(Path(d) / LOCK_FILE, 'a')
+    try: fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.close()
+        raise ConfigError(f'another lab server is running on {d}: stop it first (one server per directory)') from None
+    return f
+
+def listen(host: str, port: int) -> socket.socket:
+    "The server's listening socket on `host:port`; `ConfigError` if the port is taken."
+    try: return socket.create_server((host, port), family=socket.AF_INET6 if ':' in host else socket.AF_INET)
+    except OSError as e:
+        raise ConfigError(f'cannot listen on {host}:{port} ({e.strerror}): choose another --port') from None
+
 # %% ../nbs/16_lab.ipynb #f312cc57
 def serve(d: str | Path, session: Session | None = None, host: str = '127.0.0.1', port: int = 8000,
           out=print) -> None:
     "Run a session's server until Ctrl-C: create or resume it in `d`, print the admin link and one link each."
     import uvicorn
-    lab = Lab(d, session)
-    base, r = f'http://{host}:{port}', lab.resume()
-    if r['done'] or r['interrupted']:
-        out(f"resumed: {r['done']} game(s) found stored, {r['interrupted']} cut off by the restart (not scored)")
-    out(f'admin: {base}/admin?token={admin_token(lab.con)}')
-    for code, link in links(lab.con, base): out(f'{code}: {link}')
-    try: uvicorn.run(make_app(lab, base), host=host, port=port, log_level='warning', ws='auto',
-                    timeout_graceful_shutdown=5)
-    finally: lab.close()
+    from contextlib import ExitStack
+    with ExitStack() as held:
+        sock = held.enter_context(listen(host, port))   # the port, then the directory, before any file is opened
+        held.enter_context(hold(d))
+        lab = Lab(d, session)
+        held.callback(lab.close)
+        base, r = f'http://{host}:{port}', lab.resume()
+        if r['done'] or r['interrupted']:
+            out(f"resumed: {r['done']} game(s) found stored, {r['interrupted']} cut off by the restart (not scored)")
+        out(f'admin: {base}/admin?token={admin_token(lab.con)}')
+        for code, link in links(lab.con, base): out(f'{code}: {link}')
+        config = uvicorn.Config(make_app(lab, base), log_level='warning', ws='auto', timeout_graceful_shutdown=5)
+        try: uvicorn.Server(config).run(sockets=[sock])
+        except KeyboardInterrupt: pass                     # Ctrl-C: the server has shut down
 
 # %% ../nbs/16_lab.ipynb #a3cd666b
 EXPORT_COLUMNS = ['session.code', 'session.config.participation_fee', 'session.config.real_world_currency_per_point',

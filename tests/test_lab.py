@@ -349,3 +349,34 @@ def test_a_malformed_action_cannot_end_a_game(tmp_path):
         assert st.count() == 1 and st.failures().empty
         assert dict(st.transcripts())['L0000']['outcome']['reason'] != 'agent_error'
     assert len(pay['games']) == 1
+
+def test_one_server_per_directory(tmp_path):
+    """While a server runs a game, the same command again (same port, or another) stops with one line and exit status
+    2 and writes nothing; a server for another directory on a port in use stops before it creates its directory."""
+    import websockets
+    d, port, other = tmp_path / 'session', free_port(), free_port()
+    args = ['--treatment', '1:buyer:conceder', '--games', '1', '--deadline', '60']
+    cm, proc, lines = start(d, port, 1, *args)
+
+    def again(where, at):
+        return subprocess.run([EXE, 'lab', 'run', str(where), '--port', str(at), *args], capture_output=True,
+                              text=True, timeout=120)
+    async def go():
+        async with websockets.connect(_ws(links(lines)['P01'])) as ws:
+            await ws.send(json.dumps({'type': 'consent', 'agree': True}))
+            await ws.send(json.dumps({'type': 'quiz', 'answers': [q[2] for q in QUIZ]}))
+            while not ((st := json.loads(await ws.recv()))['stage'] == 'game' and st['your_turn']): pass
+            files = {p.name: p.read_bytes() for p in d.iterdir()}
+            runs = [await asyncio.to_thread(again, *x) for x in ((d, port), (d, other), (tmp_path / 'new', port))]
+            assert {p.name: p.read_bytes() for p in d.iterdir()} == files           # not one byte written
+            await ws.send(json.dumps({'type': 'act', 'tool': 'quit_negotiation', 'args': {}}))
+            while json.loads(await ws.recv())['stage'] != 'payoff':
+                await ws.send(json.dumps({'type': 'next'}))
+            return runs
+    try: runs = asyncio.run(asyncio.wait_for(go(), 300))
+    finally: stop(cm, proc)
+    for r, why in zip(runs, ('in use', 'another lab server is running', 'in use')):
+        assert r.returncode == 2 and not r.stdout and len(r.stderr.splitlines()) == 1 and why in r.stderr, r
+    assert not (tmp_path / 'new').exists()
+    assert _lab_rows(d, 'SELECT game_id, status, reason FROM lab_games') == [('L0000', 'done', 'quit')]
+    with Store(d, create=False) as st: assert st.count() == 1 and st.failures().empty
