@@ -73,7 +73,7 @@ class Session:
     rate: float = 0.05                 # money per dollar of the participant's surplus
     consent: str = CONSENT             # the consent text
     instructions: str = INSTRUCTIONS   # the instructions before the comprehension check
-    seed: int = 0                      # the session's seed: scenarios, roles, the engines' latencies
+    seed: int | None = None            # scenarios, roles, engines' latencies; None: fresh and secret (see below)
     leave_after: float = 30.0          # seconds a participant may be away on their turn before they count as gone
 
     def __post_init__(self):
@@ -134,10 +134,13 @@ def create_session(d: Path, s: Session) -> sqlite3.Connection:
     con = open_lab(d)
     old = con.execute("SELECT value FROM meta WHERE key='session'").fetchone()
     if old:
-        if json.loads(old[0]) != json.loads(json.dumps(session_json(s))):
+        was = json.loads(old[0])
+        s = replace(s, seed=was['seed']) if s.seed is None else s    # the same command again: its own secret seed
+        if was != json.loads(json.dumps(session_json(s))):
             raise ConfigError(f'{d} holds another session; run `bilateral lab run {d}` alone to resume it, '
                               'or use a new directory')
         return con
+    s = replace(s, seed=secrets.randbits(63)) if s.seed is None else s
     total, i = sum(t.n for t in s.treatments), 0
     with con:
         con.execute('BEGIN')
@@ -602,7 +605,7 @@ def admin_html(lab: Lab, base: str) -> str:
     head = ''.join(f'<th>{h}</th>' for h in ('code', 'treatment', 'role', 'opponent', 'stage', 'games', 'payoff',
                                               'link'))
     return (f'<!doctype html><html><head><meta charset="utf-8"><title>Lab admin</title></head><body>'
-            f'<h1>Lab session</h1><p>{e(json.dumps(session_json(s))[:2000])}</p>'
+            f"<h1>Lab session</h1><p>{e(json.dumps({**session_json(s), 'seed': 'secret'})[:2000])}</p>"
             f'<table border="1"><tr>{head}</tr>{"".join(rows)}</table></body></html>')
 
 # %% ../nbs/16_lab.ipynb #4aefa15f
@@ -760,7 +763,8 @@ def add_lab(sub, parser_class=argparse.ArgumentParser):
     r.add_argument('--rate', type=float, default=Session.rate, help='money per dollar of surplus')
     r.add_argument('--consent', default=None, help='a text file with the consent text')
     r.add_argument('--instructions', default=None, help='a text file with the instructions')
-    r.add_argument('--seed', type=int, default=0)
+    r.add_argument('--seed', type=int, default=None,
+                   help='the scenarios\' seed (default: fresh and secret; whoever knows it can compute private values)')
     r.add_argument('--leave-after', type=float, default=Session.leave_after,
                    help='seconds away on their turn after which a participant has left (their quit)')
     r.add_argument('--host', default='127.0.0.1')

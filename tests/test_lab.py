@@ -380,3 +380,33 @@ def test_one_server_per_directory(tmp_path):
     assert not (tmp_path / 'new').exists()
     assert _lab_rows(d, 'SELECT game_id, status, reason FROM lab_games') == [('L0000', 'done', 'quit')]
     with Store(d, create=False) as st: assert st.count() == 1 and st.failures().empty
+
+def test_the_scenario_seed_is_secret(tmp_path):
+    """Without --seed, a session's scenarios come from a fresh seed kept in lab.sqlite: the first game's private number
+    is not seed 0's but is the stored seed's (reproducible from the store), and no page shows the seed."""
+    import websockets
+    from bilateral.scenarios import sample_scenarios
+    d, port = tmp_path / 'session', free_port()
+    cm, proc, lines = start(d, port, 1, '--treatment', '1:buyer:conceder', '--games', '1', '--deadline', '30')
+    admin = next(x for x in lines if x.startswith('admin: ')).split(': ', 1)[1]
+
+    async def go():
+        async with websockets.connect(_ws(links(lines)['P01'])) as ws:
+            await ws.send(json.dumps({'type': 'consent', 'agree': True}))
+            await ws.send(json.dumps({'type': 'quiz', 'answers': [q[2] for q in QUIZ]}))
+            texts = [await ws.recv()]
+            while json.loads(texts[-1])['stage'] != 'game': texts.append(await ws.recv())
+            return texts
+    try:
+        texts = asyncio.run(asyncio.wait_for(go(), 60))
+        pages = texts + [urllib.request.urlopen(admin).read().decode(), urllib.request.urlopen(links(lines)['P01'])
+                         .read().decode()]
+    finally: stop(cm, proc)
+    session = json.loads(_lab_rows(d, "SELECT value FROM meta WHERE key='session'")[0][0])
+    seed, game = session['seed'], json.loads(texts[-1])
+    seen = (game['item']['title'], round(game['private']['amount'] * 100))
+    sc = sample_scenarios(1, session['preset'], seed)[0]
+    assert seen == (sc.item.title, sc.buyer_value)                            # the store's seed made this game
+    sc0 = sample_scenarios(1, session['preset'], 0)[0]
+    assert seed != 0 and seen != (sc0.item.title, sc0.buyer_value)            # not the default seed's values
+    assert not any(str(seed) in p for p in pages)
