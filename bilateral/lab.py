@@ -20,11 +20,12 @@ from .store import Store
 from .play import _failed
 
 # %% auto #0
-__all__ = ['HUMAN', 'CONSENT', 'INSTRUCTIONS', 'LAB_SCHEMA', 'LAB_FILE', 'QUIZ', 'LOCK_FILE', 'EXPORT_COLUMNS', 'Treatment',
-           'parse_treatment', 'Session', 'session_json', 'session_from_json', 'surplus', 'payoff', 'open_lab',
-           'create_session', 'load_session', 'admin_token', 'links', 'grade', 'error_text', 'View', 'PersonSeat',
-           'play_live', 'close_game', 'Lab', 'asset', 'page', 'admin_html', 'make_app', 'hold', 'listen', 'serve',
-           'export_rows', 'export_csv', 'cmd_lab', 'add_lab']
+__all__ = ['HUMAN', 'CONSENT', 'INSTRUCTIONS', 'LAB_SCHEMA', 'LAB_FILE', 'QUIZ', 'QUIZ_KEPT', 'MAX_FRAME', 'FRAME_BURST',
+           'FRAME_RATE', 'REFUSED', 'LOCK_FILE', 'EXPORT_COLUMNS', 'Treatment', 'parse_treatment', 'Session',
+           'session_json', 'session_from_json', 'surplus', 'payoff', 'open_lab', 'create_session', 'load_session',
+           'admin_token', 'links', 'grade', 'error_text', 'View', 'PersonSeat', 'play_live', 'close_game', 'Lab',
+           'asset', 'page', 'admin_html', 'make_app', 'hold', 'listen', 'serve', 'export_rows', 'export_csv', 'cmd_lab',
+           'add_lab']
 
 # %% ../nbs/16_lab.ipynb #65c6716e
 HUMAN = 'human'   # the opponent of a treatment whose participants the server matches with each other
@@ -117,6 +118,7 @@ def open_lab(d: Path) -> sqlite3.Connection:
     "The lab's database in the session directory `d` (beside the games' `games.sqlite`)."
     con = sqlite3.connect(Path(d) / LAB_FILE, timeout=30, isolation_level=None, check_same_thread=False)
     con.execute('PRAGMA journal_mode=WAL')
+    con.execute('PRAGMA synchronous=NORMAL')      # as the store: no fsync per commit
     con.executescript(LAB_SCHEMA)
     return con
 
@@ -177,6 +179,18 @@ def grade(answers: list) -> list[int]:
     "The indexes of the questions answered wrongly."
     answers = list(answers) + [None] * len(QUIZ)
     return [i for i, (q, opts, right) in enumerate(QUIZ) if answers[i] != right]
+
+QUIZ_KEPT = 20   # tries kept per participant: the first 19 and the latest; each carries its number `n`
+
+def _answers(raw) -> list:
+    "One try's answers as kept: each one of its question's options, else None; nothing else is stored."
+    raw = (raw if isinstance(raw, list) else [])[:len(QUIZ)] + [None] * len(QUIZ)
+    return [a if isinstance(a, str) and a in opts else None for a, (q, opts, right) in zip(raw, QUIZ)]
+
+def _tried(tries: list, answers: list, t: float) -> list:
+    "The kept tries after one more: numbered, at most `QUIZ_KEPT` of them."
+    n = tries[-1].get('n', len(tries)) + 1 if tries else 1
+    return tries[:QUIZ_KEPT - 1] + [{'n': n, 't': t, 'answers': answers}]
 
 # %% ../nbs/16_lab.ipynb #64e5cf37
 _MINE = {'make_offer': 'offer', 'send_message': 'message', 'accept_offer': 'accept', 'reject_offer': 'reject',
@@ -369,6 +383,7 @@ class Lab:
         self.con = create_session(self.dir, session) if session else open_lab(self.dir)
         self.session, self.store = load_session(self.con), Store(self.dir)
         self.seats, self.socks, self.gone, self.last, self.queue, self.tasks = {}, {}, {}, {}, [], set()
+        self.bucket = {}     # code -> (frames they may still send, when that was counted)
 
     def close(self):
         self.store.close()
@@ -500,9 +515,8 @@ def handle(self: Lab, code: str, msg: dict):
         if msg.get('agree') is True: self._set(code, stage='instructions', consent_at=time.time())
         else: self._set(code, stage='declined', declined_at=time.time())
     elif kind == 'quiz' and p['stage'] == 'instructions':
-        answers = [a if isinstance(a, str) else None for a in (msg.get('answers') or [])][:len(QUIZ)]
-        tries = json.loads(p['answers']) + [{'t': time.time(), 'answers': answers}]
-        self._set(code, answers=json.dumps(tries))
+        answers = _answers(msg.get('answers'))
+        self._set(code, answers=json.dumps(_tried(json.loads(p['answers']), answers, time.time())))
         if not grade(answers):
             self._set(code, stage='play', passed_at=time.time())
             return self.next_game(code)
@@ -513,11 +527,27 @@ def handle(self: Lab, code: str, msg: dict):
     else: return
     self.show(code, self.state(code))
 
+# %% ../nbs/16_lab.ipynb #b8d5ad4c
+MAX_FRAME, FRAME_BURST, FRAME_RATE = 64 * 1024, 20, 5.0     # bytes a frame; frames at once; frames a second
+REFUSED = {'too_fast': f'more than {FRAME_BURST} messages at once, or {FRAME_RATE:g} a second: nothing was done',
+           'invalid_json': ERROR_CODES['invalid_json']}
+
+@patch
+def allow(self: Lab, code: str) -> bool:
+    "Whether `code` may send a frame now: one from their bucket, which refills at `FRAME_RATE` a second."
+    now = time.monotonic()
+    left, then = self.bucket.get(code, (FRAME_BURST, now))
+    left = min(FRAME_BURST, left + (now - then) * FRAME_RATE)
+    self.bucket[code] = (left - 1 if left >= 1 else left, now)
+    return left >= 1
+
 @patch
 def receive(self: Lab, code: str, text: str) -> dict | None:
     "One frame from `code`'s page, handled; or the error it gets back (a stable code and a sentence), nothing done."
+    refused = lambda why: {'error': why, 'message': REFUSED[why]}
+    if not self.allow(code): return refused('too_fast')
     try: msg = json.loads(text)
-    except (ValueError, RecursionError): return {'error': 'invalid_json', 'message': ERROR_CODES['invalid_json']}
+    except (ValueError, RecursionError): return refused('invalid_json')
     self.handle(code, msg)
 
 # %% ../nbs/16_lab.ipynb #fb510a8d
@@ -675,7 +705,8 @@ def serve(d: str | Path, session: Session | None = None, host: str = '127.0.0.1'
             out(f"resumed: {r['done']} game(s) found stored, {r['interrupted']} cut off by the restart (not scored)")
         out(f'admin: {base}/admin?token={admin_token(lab.con)}')
         for code, link in links(lab.con, base): out(f'{code}: {link}')
-        config = uvicorn.Config(make_app(lab, base), log_level='warning', ws='auto', timeout_graceful_shutdown=5)
+        config = uvicorn.Config(make_app(lab, base), log_level='warning', ws='auto', ws_max_size=MAX_FRAME,
+                                timeout_graceful_shutdown=5)
         try: uvicorn.Server(config).run(sockets=[sock])
         except KeyboardInterrupt: pass                     # Ctrl-C: the server has shut down
 
@@ -696,7 +727,7 @@ def _participant_columns(p: dict, s: Session, session: str) -> dict:
             'session.config.real_world_currency_per_point': s.rate, 'participant.code': p['code'],
             **{f'participant.{k}': p[k] for k in ('treatment', 'role', 'opponent', 'stage', 'consent_at',
                                                   'declined_at', 'passed_at', 'finished_at', 'payoff')},
-            'participant.comprehension_tries': len(tries),
+            'participant.comprehension_tries': tries[-1].get('n', len(tries)) if tries else 0,
             'participant.comprehension_answers': json.dumps([t['answers'] for t in tries])}
 
 def _game_columns(n: int, g: dict, code: str, sc: dict) -> dict:

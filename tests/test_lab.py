@@ -410,3 +410,44 @@ def test_the_scenario_seed_is_secret(tmp_path):
     sc0 = sample_scenarios(1, session['preset'], 0)[0]
     assert seed != 0 and seen != (sc0.item.title, sc0.buyer_value)            # not the default seed's values
     assert not any(str(seed) in p for p in pages)
+
+def test_a_flood_is_bounded(tmp_path):
+    """One participant sends 200 wrong answers in one burst and a frame of 300 KB while another plays: the burst beyond
+    the participant's bucket is refused (too_fast), the large frame closes their socket (1009), the kept tries stay
+    small and numbered, the other's game is played and stored, and the flooder can still pass and play."""
+    import websockets
+    from lab_bot import participant
+    d, port = tmp_path / 'session', free_port()
+    cm, proc, lines = start(d, port, 2, '--treatment', '2:buyer:conceder', '--games', '1', '--deadline', '10')
+    people = links(lines)
+    wrong, right = {'type': 'quiz', 'answers': ['no', '$80', None]}, {'type': 'quiz', 'answers': [q[2] for q in QUIZ]}
+
+    async def flood():
+        async with websockets.connect(_ws(people['P01'])) as ws:
+            await ws.send(json.dumps({'type': 'consent', 'agree': True}))
+            while json.loads(await ws.recv())['stage'] != 'instructions': pass
+            for _ in range(200): await ws.send(json.dumps(wrong))                  # one burst
+            got = [json.loads(await ws.recv()) for _ in range(200)]                # one answer each
+            await ws.send(json.dumps({'type': 'quiz', 'answers': ['x' * 100_000] * 3}))
+            try:
+                while True: await asyncio.wait_for(ws.recv(), 60)
+            except websockets.ConnectionClosed as e: closed = e.rcvd and e.rcvd.code
+            except asyncio.TimeoutError: closed = None                             # still open: the frame was taken
+        async with websockets.connect(_ws(people['P01'])) as ws:
+            while True:                                           # the bucket refills: the check, passed, then play
+                await ws.send(json.dumps(right))
+                while (st := json.loads(await ws.recv())).get('stage') == 'instructions': pass
+                if st.get('error') != 'too_fast': break
+                await asyncio.sleep(1)
+            pay = await _play(ws, [st])
+        return got, closed, pay
+    async def both(): return await asyncio.gather(flood(), participant(people['P02'], limit=150))
+    try: (got, closed, pay), other = asyncio.run(asyncio.wait_for(both(), 300))
+    finally: stop(cm, proc)
+    kinds = [g.get('error') or g['stage'] for g in got]
+    assert set(kinds) == {'instructions', 'too_fast'} and closed == 1009, (set(kinds), closed)
+    tries = json.loads(_lab_rows(d, "SELECT answers FROM participants WHERE code='P01'")[0][0])
+    assert len(tries) <= 20 and len(json.dumps(tries)) < 5000
+    assert tries[-1]['n'] == kinds.count('instructions') + 1 and tries[-1]['answers'] == right['answers']
+    assert len(pay['games']) == 1 and len(other['payoff']['games']) == 1
+    with Store(d, create=False) as st: assert st.count() == 2 and st.failures().empty
