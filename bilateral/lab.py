@@ -6,7 +6,7 @@ Docs: https://github.com/bilateral-dev/bilateral/lab.html.md"""
 
 # %% ../nbs/16_lab.ipynb #9119a048
 from __future__ import annotations
-import argparse, asyncio, csv, html, json, math, secrets, socket, sqlite3, sys, time
+import argparse, asyncio, csv, html, json, math, os, secrets, socket, sqlite3, sys, time
 from fastcore.basics import patch
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -687,7 +687,8 @@ def listen(host: str, port: int) -> socket.socket:
     "The server's listening socket on `host:port`; `ConfigError` if the port is taken."
     try: return socket.create_server((host, port), family=socket.AF_INET6 if ':' in host else socket.AF_INET)
     except OSError as e:
-        raise ConfigError(f'cannot listen on {host}:{port} ({e.strerror}): choose another --port') from None
+        why = os.strerror(e.errno) if e.errno else str(e)
+        raise ConfigError(f'cannot listen on {host}:{port} ({why}): choose another --port') from None
 
 # %% ../nbs/16_lab.ipynb #f312cc57
 def serve(d: str | Path, session: Session | None = None, host: str = '127.0.0.1', port: int = 8000,
