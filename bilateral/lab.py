@@ -6,7 +6,7 @@ Docs: https://github.com/bilateral-dev/bilateral/lab.html.md"""
 
 # %% ../nbs/16_lab.ipynb #9119a048
 from __future__ import annotations
-import argparse, asyncio, csv, html, json, math, secrets, sqlite3, sys, time
+import argparse, asyncio, csv, html, json, math, os, secrets, socket, sqlite3, sys, time
 from fastcore.basics import patch
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -20,11 +20,12 @@ from .store import Store
 from .play import _failed
 
 # %% auto #0
-__all__ = ['HUMAN', 'CONSENT', 'INSTRUCTIONS', 'LAB_SCHEMA', 'LAB_FILE', 'QUIZ', 'EXPORT_COLUMNS', 'Treatment', 'parse_treatment',
-           'Session', 'session_json', 'session_from_json', 'surplus', 'payoff', 'open_lab', 'create_session',
-           'load_session', 'admin_token', 'links', 'grade', 'error_text', 'View', 'PersonSeat', 'play_live',
-           'close_game', 'Lab', 'asset', 'page', 'admin_html', 'make_app', 'serve', 'export_rows', 'export_csv',
-           'cmd_lab', 'add_lab']
+__all__ = ['HUMAN', 'CONSENT', 'INSTRUCTIONS', 'LAB_SCHEMA', 'LAB_FILE', 'QUIZ', 'QUIZ_KEPT', 'MAX_FRAME', 'FRAME_BURST',
+           'FRAME_RATE', 'REFUSED', 'LOCK_FILE', 'EXPORT_COLUMNS', 'Treatment', 'parse_treatment', 'Session',
+           'session_json', 'session_from_json', 'surplus', 'payoff', 'open_lab', 'create_session', 'load_session',
+           'admin_token', 'links', 'grade', 'error_text', 'View', 'PersonSeat', 'play_live', 'close_game', 'Lab',
+           'asset', 'page', 'admin_html', 'make_app', 'hold', 'listen', 'serve', 'export_rows', 'export_csv', 'cmd_lab',
+           'add_lab']
 
 # %% ../nbs/16_lab.ipynb #65c6716e
 HUMAN = 'human'   # the opponent of a treatment whose participants the server matches with each other
@@ -73,7 +74,7 @@ class Session:
     rate: float = 0.05                 # money per dollar of the participant's surplus
     consent: str = CONSENT             # the consent text
     instructions: str = INSTRUCTIONS   # the instructions before the comprehension check
-    seed: int = 0                      # the session's seed: scenarios, roles, the engines' latencies
+    seed: int | None = None            # scenarios, roles, engines' latencies; None: fresh and secret (see below)
     leave_after: float = 30.0          # seconds a participant may be away on their turn before they count as gone
 
     def __post_init__(self):
@@ -117,6 +118,7 @@ def open_lab(d: Path) -> sqlite3.Connection:
     "The lab's database in the session directory `d` (beside the games' `games.sqlite`)."
     con = sqlite3.connect(Path(d) / LAB_FILE, timeout=30, isolation_level=None, check_same_thread=False)
     con.execute('PRAGMA journal_mode=WAL')
+    con.execute('PRAGMA synchronous=NORMAL')      # as the store: no fsync per commit
     con.executescript(LAB_SCHEMA)
     return con
 
@@ -134,10 +136,13 @@ def create_session(d: Path, s: Session) -> sqlite3.Connection:
     con = open_lab(d)
     old = con.execute("SELECT value FROM meta WHERE key='session'").fetchone()
     if old:
-        if json.loads(old[0]) != json.loads(json.dumps(session_json(s))):
+        was = json.loads(old[0])
+        s = replace(s, seed=was['seed']) if s.seed is None else s    # the same command again: its own secret seed
+        if was != json.loads(json.dumps(session_json(s))):
             raise ConfigError(f'{d} holds another session; run `bilateral lab run {d}` alone to resume it, '
                               'or use a new directory')
         return con
+    s = replace(s, seed=secrets.randbits(63)) if s.seed is None else s
     total, i = sum(t.n for t in s.treatments), 0
     with con:
         con.execute('BEGIN')
@@ -174,6 +179,18 @@ def grade(answers: list) -> list[int]:
     "The indexes of the questions answered wrongly."
     answers = list(answers) + [None] * len(QUIZ)
     return [i for i, (q, opts, right) in enumerate(QUIZ) if answers[i] != right]
+
+QUIZ_KEPT = 20   # tries kept per participant: the first 19 and the latest; each carries its number `n`
+
+def _answers(raw) -> list:
+    "One try's answers as kept: each one of its question's options, else None; nothing else is stored."
+    raw = (raw if isinstance(raw, list) else [])[:len(QUIZ)] + [None] * len(QUIZ)
+    return [a if isinstance(a, str) and a in opts else None for a, (q, opts, right) in zip(raw, QUIZ)]
+
+def _tried(tries: list, answers: list, t: float) -> list:
+    "The kept tries after one more: numbered, at most `QUIZ_KEPT` of them."
+    n = tries[-1].get('n', len(tries)) + 1 if tries else 1
+    return tries[:QUIZ_KEPT - 1] + [{'n': n, 't': t, 'answers': answers}]
 
 # %% ../nbs/16_lab.ipynb #64e5cf37
 _MINE = {'make_offer': 'offer', 'send_message': 'message', 'accept_offer': 'accept', 'reject_offer': 'reject',
@@ -249,7 +266,7 @@ class PersonSeat:
 def _calls(self: PersonSeat, msg: dict) -> list[ToolCall] | None:
     "The calls one browser action stands for: the tool, then a wait for the reply where asked and the call is valid."
     tool, args = msg.get('tool'), msg.get('args') or {}
-    if tool not in TOOLS or not isinstance(args, dict): return None
+    if not isinstance(tool, str) or tool not in TOOLS or not isinstance(args, dict): return None
     self.n += 1
     calls = [ToolCall(tool, args, f'h{self.n}')]
     if msg.get('then_wait') and not TOOLS[tool].ends_turn:
@@ -258,6 +275,12 @@ def _calls(self: PersonSeat, msg: dict) -> list[ToolCall] | None:
         self.n += 1
         calls.append(ToolCall('wait_for_response', {}, f'h{self.n}'))
     return calls
+
+def _refused(msg: dict) -> dict:
+    "The error a page is shown for an action no tool stands for: an unknown tool, or arguments that are no object."
+    known = isinstance(msg.get('tool'), str) and msg['tool'] in TOOLS
+    code = 'arguments_not_object' if known else 'unknown_tool'
+    return {'tool': msg['tool'] if known else None, 'text': error_text({'error': code, 'message': 'nothing was done'})}
 
 # %% ../nbs/16_lab.ipynb #600680a8
 @patch
@@ -276,11 +299,14 @@ async def decide(self: PersonSeat, obs, clock, deadline: float) -> tuple[list, f
             if self.lab.away(self.code) >= self.lab.session.leave_after:
                 return [ToolCall('quit_negotiation', {}, 'lab:left')], now
             continue
-        if (calls := self._calls(msg)):
-            self.sent, self.sent_at = {c.id: c for c in calls}, now
-            self.view.d['your_turn'] = False
+        if (calls := self._calls(msg)) is None:                 # refused: still their turn
+            self.view.d['errors'] = [_refused(msg)]
             self.push()
-            return calls, now
+            continue
+        self.sent, self.sent_at = {c.id: c for c in calls}, now
+        self.view.d.update(your_turn=False, errors=[])
+        self.push()
+        return calls, now
 
 # %% ../nbs/16_lab.ipynb #3adb6cd9
 @patch
@@ -357,6 +383,7 @@ class Lab:
         self.con = create_session(self.dir, session) if session else open_lab(self.dir)
         self.session, self.store = load_session(self.con), Store(self.dir)
         self.seats, self.socks, self.gone, self.last, self.queue, self.tasks = {}, {}, {}, {}, [], set()
+        self.bucket = {}     # code -> (frames they may still send, when that was counted)
 
     def close(self):
         self.store.close()
@@ -466,7 +493,7 @@ def connect(self: Lab, code: str, ws):
     self.socks.setdefault(code, set()).add(ws)
     self.gone.pop(code, None)
     p = self.participant(code)
-    if p['stage'] == 'play' and code not in self.seats and code not in self.queue and code not in self.last:
+    if p['stage'] == 'play' and code not in self.last:
         self.next_game(code)
     self.show(code, self.state(code))
 
@@ -488,18 +515,40 @@ def handle(self: Lab, code: str, msg: dict):
         if msg.get('agree') is True: self._set(code, stage='instructions', consent_at=time.time())
         else: self._set(code, stage='declined', declined_at=time.time())
     elif kind == 'quiz' and p['stage'] == 'instructions':
-        answers = [a if isinstance(a, str) else None for a in (msg.get('answers') or [])][:len(QUIZ)]
-        tries = json.loads(p['answers']) + [{'t': time.time(), 'answers': answers}]
-        self._set(code, answers=json.dumps(tries))
+        answers = _answers(msg.get('answers'))
+        self._set(code, answers=json.dumps(_tried(json.loads(p['answers']), answers, time.time())))
         if not grade(answers):
             self._set(code, stage='play', passed_at=time.time())
             return self.next_game(code)
     elif kind == 'act' and (seat := self.seats.get(code)) and seat.view.d['your_turn'] and seat.actions.empty():
         return seat.actions.put_nowait(msg)
-    elif kind == 'next' and p['stage'] == 'play' and code not in self.seats and code not in self.queue:
+    elif kind == 'next' and p['stage'] == 'play':
         return self.next_game(code)
     else: return
     self.show(code, self.state(code))
+
+# %% ../nbs/16_lab.ipynb #b8d5ad4c
+MAX_FRAME, FRAME_BURST, FRAME_RATE = 64 * 1024, 20, 5.0     # bytes a frame; frames at once; frames a second
+REFUSED = {'too_fast': f'more than {FRAME_BURST} messages at once, or {FRAME_RATE:g} a second: nothing was done',
+           'invalid_json': ERROR_CODES['invalid_json']}
+
+@patch
+def allow(self: Lab, code: str) -> bool:
+    "Whether `code` may send a frame now: one from their bucket, which refills at `FRAME_RATE` a second."
+    now = time.monotonic()
+    left, then = self.bucket.get(code, (FRAME_BURST, now))
+    left = min(FRAME_BURST, left + (now - then) * FRAME_RATE)
+    self.bucket[code] = (left - 1 if left >= 1 else left, now)
+    return left >= 1
+
+@patch
+def receive(self: Lab, code: str, text: str) -> dict | None:
+    "One frame from `code`'s page, handled; or the error it gets back (a stable code and a sentence), nothing done."
+    refused = lambda why: {'error': why, 'message': REFUSED[why]}
+    if not self.allow(code): return refused('too_fast')
+    try: msg = json.loads(text)
+    except (ValueError, RecursionError): return refused('invalid_json')
+    self.handle(code, msg)
 
 # %% ../nbs/16_lab.ipynb #fb510a8d
 @patch
@@ -541,6 +590,7 @@ def start_game(self: Lab, seats: dict):
 def next_game(self: Lab, code: str):
     "Start `code`'s next game, queue them for a partner, or show the payoff page when their games are played."
     s, p, games = self.session, self.participant(code), self.games_of(code)
+    if code in self.queue or any(g['status'] == 'running' for g in games): return     # one game at a time
     if sum(g['scored'] for g in games) >= s.games or len(games) >= 2 * s.games + 2:
         pay = payoff(s, [g['surplus'] for g in games if g['scored']])
         self._set(code, stage='done', finished_at=time.time(), payoff=pay)
@@ -585,7 +635,7 @@ def admin_html(lab: Lab, base: str) -> str:
     head = ''.join(f'<th>{h}</th>' for h in ('code', 'treatment', 'role', 'opponent', 'stage', 'games', 'payoff',
                                               'link'))
     return (f'<!doctype html><html><head><meta charset="utf-8"><title>Lab admin</title></head><body>'
-            f'<h1>Lab session</h1><p>{e(json.dumps(session_json(s))[:2000])}</p>'
+            f"<h1>Lab session</h1><p>{e(json.dumps({**session_json(s), 'seed': 'secret'})[:2000])}</p>"
             f'<table border="1"><tr>{head}</tr>{"".join(rows)}</table></body></html>')
 
 # %% ../nbs/16_lab.ipynb #4aefa15f
@@ -611,27 +661,55 @@ def make_app(lab: Lab, base: str = ''):
         await ws.accept()
         lab.connect(code, ws)
         try:
-            while True: lab.handle(code, json.loads(await ws.receive_text()))
+            while True:
+                if (err := lab.receive(code, await ws.receive_text())): await ws.send_text(json.dumps(err))
         except Exception: pass
         finally: lab.disconnect(code, ws)
 
     routes = [Route('/p/{token}', participant), Route('/admin', admin), WebSocketRoute('/ws/{token}', socket)]
     return Starlette(routes=routes)
 
+# %% ../nbs/16_lab.ipynb #b429c151
+LOCK_FILE = 'lab.lock'
+
+def hold(d: str | Path):
+    "The lock of session directory `d`, held while the returned file stays open; `ConfigError` if a server holds it."
+    import fcntl
+    Path(d).mkdir(parents=True, exist_ok=True)
+    f = open(Path(d) / LOCK_FILE, 'a')
+    try: fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.close()
+        raise ConfigError(f'another lab server is running on {d}: stop it first (one server per directory)') from None
+    return f
+
+def listen(host: str, port: int) -> socket.socket:
+    "The server's listening socket on `host:port`; `ConfigError` if the port is taken."
+    try: return socket.create_server((host, port), family=socket.AF_INET6 if ':' in host else socket.AF_INET)
+    except OSError as e:
+        why = os.strerror(e.errno) if e.errno else str(e)
+        raise ConfigError(f'cannot listen on {host}:{port} ({why}): choose another --port') from None
+
 # %% ../nbs/16_lab.ipynb #f312cc57
 def serve(d: str | Path, session: Session | None = None, host: str = '127.0.0.1', port: int = 8000,
           out=print) -> None:
     "Run a session's server until Ctrl-C: create or resume it in `d`, print the admin link and one link each."
     import uvicorn
-    lab = Lab(d, session)
-    base, r = f'http://{host}:{port}', lab.resume()
-    if r['done'] or r['interrupted']:
-        out(f"resumed: {r['done']} game(s) found stored, {r['interrupted']} cut off by the restart (not scored)")
-    out(f'admin: {base}/admin?token={admin_token(lab.con)}')
-    for code, link in links(lab.con, base): out(f'{code}: {link}')
-    try: uvicorn.run(make_app(lab, base), host=host, port=port, log_level='warning', ws='auto',
-                    timeout_graceful_shutdown=5)
-    finally: lab.close()
+    from contextlib import ExitStack
+    with ExitStack() as held:
+        sock = held.enter_context(listen(host, port))   # the port, then the directory, before any file is opened
+        held.enter_context(hold(d))
+        lab = Lab(d, session)
+        held.callback(lab.close)
+        base, r = f'http://{host}:{port}', lab.resume()
+        if r['done'] or r['interrupted']:
+            out(f"resumed: {r['done']} game(s) found stored, {r['interrupted']} cut off by the restart (not scored)")
+        out(f'admin: {base}/admin?token={admin_token(lab.con)}')
+        for code, link in links(lab.con, base): out(f'{code}: {link}')
+        config = uvicorn.Config(make_app(lab, base), log_level='warning', ws='auto', ws_max_size=MAX_FRAME,
+                                timeout_graceful_shutdown=5)
+        try: uvicorn.Server(config).run(sockets=[sock])
+        except KeyboardInterrupt: pass                     # Ctrl-C: the server has shut down
 
 # %% ../nbs/16_lab.ipynb #a3cd666b
 EXPORT_COLUMNS = ['session.code', 'session.config.participation_fee', 'session.config.real_world_currency_per_point',
@@ -650,7 +728,7 @@ def _participant_columns(p: dict, s: Session, session: str) -> dict:
             'session.config.real_world_currency_per_point': s.rate, 'participant.code': p['code'],
             **{f'participant.{k}': p[k] for k in ('treatment', 'role', 'opponent', 'stage', 'consent_at',
                                                   'declined_at', 'passed_at', 'finished_at', 'payoff')},
-            'participant.comprehension_tries': len(tries),
+            'participant.comprehension_tries': tries[-1].get('n', len(tries)) if tries else 0,
             'participant.comprehension_answers': json.dumps([t['answers'] for t in tries])}
 
 def _game_columns(n: int, g: dict, code: str, sc: dict) -> dict:
@@ -717,7 +795,8 @@ def add_lab(sub, parser_class=argparse.ArgumentParser):
     r.add_argument('--rate', type=float, default=Session.rate, help='money per dollar of surplus')
     r.add_argument('--consent', default=None, help='a text file with the consent text')
     r.add_argument('--instructions', default=None, help='a text file with the instructions')
-    r.add_argument('--seed', type=int, default=0)
+    r.add_argument('--seed', type=int, default=None,
+                   help='the scenarios\' seed (default: fresh and secret; whoever knows it can compute private values)')
     r.add_argument('--leave-after', type=float, default=Session.leave_after,
                    help='seconds away on their turn after which a participant has left (their quit)')
     r.add_argument('--host', default='127.0.0.1')

@@ -262,3 +262,192 @@ def test_twenty_participants_at_once(tmp_path):
     q = lambda p: lag[min(len(lag) - 1, int(p * len(lag)))] * 1000
     print(f'\n20 participants, {len(games)} games in {wall:.1f} s; server peak RSS {peak / 1024:.0f} MiB; '
           f'{len(lag)} answers: median {q(0.5):.0f} ms, p95 {q(0.95):.0f} ms, max {lag[-1] * 1000:.0f} ms')
+
+# --- integrity (issue 56): raw WebSocket frames a page would never send
+
+def _ws(link: str) -> str: return link.replace('http://', 'ws://').replace('/p/', '/ws/')
+
+def _lab_rows(d, sql: str, args=()) -> list:
+    "Rows of the session's lab.sqlite, read from this process (read-only)."
+    import sqlite3
+    con = sqlite3.connect(f'file:{Path(d) / "lab.sqlite"}?mode=ro', uri=True, timeout=30)
+    try: return con.execute(sql, args).fetchall()
+    finally: con.close()
+
+async def _play(ws, frames: list, on_turn=None, on_over=None) -> dict:
+    "Play on a participant's open socket to the payoff page, as lab_bot does; the hooks may send other frames."
+    from lab_bot import move
+    while True:
+        st = json.loads(await ws.recv())
+        frames.append(st)
+        if st.get('stage') == 'payoff': return st
+        if st.get('stage') != 'game': continue
+        if st['over']: await ws.send(json.dumps({'type': 'next'}))
+        if st['over'] and on_over: await on_over(ws, st)
+        if not st['over'] and st['your_turn']:
+            if not (on_turn and await on_turn(ws, st)): await ws.send(json.dumps(move(st)))
+
+def test_one_game_at_a_time(tmp_path):
+    """Five 'next' frames right after the check, and a double click on Continue after each game, start no extra game:
+    the participant plays their two games one after the other and is paid for those two."""
+    import websockets
+    d, port = tmp_path / 'session', free_port()
+    cm, proc, lines = start(d, port, 1, '--treatment', '1:buyer:conceder', '--games', '2', '--deadline', '10')
+    frames = []
+
+    async def go():
+        async with websockets.connect(_ws(links(lines)['P01'])) as ws:
+            await ws.send(json.dumps({'type': 'consent', 'agree': True}))
+            await ws.send(json.dumps({'type': 'quiz', 'answers': [q[2] for q in QUIZ]}))
+            for _ in range(5): await ws.send(json.dumps({'type': 'next'}))          # one burst
+            async def again(ws, st): await ws.send(json.dumps({'type': 'next'}))    # the second click
+            return await _play(ws, frames, on_over=again)
+    try: pay = asyncio.run(asyncio.wait_for(go(), 150))
+    finally: stop(cm, proc)
+    rows = _lab_rows(d, 'SELECT game_id, status, started_at, ended_at FROM lab_games ORDER BY idx')
+    assert [r[:2] for r in rows] == [('L0000', 'done'), ('L0001', 'done')], rows
+    assert rows[1][2] >= rows[0][3]                           # the second game began after the first was stored
+    seen = [f['game_id'] for f in frames if f.get('stage') == 'game']
+    assert [g for i, g in enumerate(seen) if i == 0 or g != seen[i - 1]] == ['L0000', 'L0001']   # never mixed
+    with Store(d, create=False) as st: assert st.count() == 2 and st.failures().empty
+    dollars = [g['surplus'] for g in pay['games']]
+    assert len(dollars) == 2 and pay['payoff'] == pytest.approx(max(0, 5 + 0.05 * sum(dollars)), abs=0.01)
+    assert _lab_rows(d, 'SELECT stage, payoff FROM participants') == [('done', pay['payoff'])]
+
+def test_a_malformed_action_cannot_end_a_game(tmp_path):
+    """On their turn, actions no tool stands for (a tool that is a list, an object or no tool's name; arguments that are
+    no object) and a frame that is no JSON are refused with stable codes; the game goes on, is scored, and is the
+    participant's only one (no new item)."""
+    import websockets
+    d, port = tmp_path / 'session', free_port()
+    cm, proc, lines = start(d, port, 1, '--treatment', '1:buyer:conceder', '--games', '1', '--deadline', '10')
+    bad = [{'type': 'act', 'tool': ['make_offer']}, {'type': 'act', 'tool': {'make_offer': 1}},
+           {'type': 'act', 'tool': 'fly', 'args': {}}, {'type': 'act', 'tool': 'make_offer', 'args': [30]}]
+    frames, refused = [], []
+
+    async def go():
+        async with websockets.connect(_ws(links(lines)['P01'])) as ws:
+            await ws.send('{"type": "consent"')                                       # no JSON
+            while 'error' not in (m := json.loads(await ws.recv())): pass
+            refused.append(m)
+            await ws.send(json.dumps({'type': 'consent', 'agree': True}))
+            await ws.send(json.dumps({'type': 'quiz', 'answers': [q[2] for q in QUIZ]}))
+            async def turn(ws, st):
+                "The next malformed action while any is left: one at a time, each answered by its refusal."
+                if not bad: return False
+                await ws.send(json.dumps(bad.pop(0)))
+                return True
+            return await _play(ws, frames, on_turn=turn)
+    try: pay = asyncio.run(asyncio.wait_for(go(), 120))
+    finally: stop(cm, proc)
+    assert refused[-1]['error'] == 'invalid_json'
+    shown = {e['text'].split('(')[-1] for f in frames if f.get('stage') == 'game' for e in f['errors']}
+    assert not bad and shown == {'unknown_tool): nothing was done', 'arguments_not_object): nothing was done'}, shown
+    assert {f['game_id'] for f in frames if f.get('stage') == 'game'} == {'L0000'}
+    assert _lab_rows(d, 'SELECT game_id, status FROM lab_games') == [('L0000', 'done')]
+    with Store(d, create=False) as st:
+        assert st.count() == 1 and st.failures().empty
+        assert dict(st.transcripts())['L0000']['outcome']['reason'] != 'agent_error'
+    assert len(pay['games']) == 1
+
+def test_one_server_per_directory(tmp_path):
+    """While a server runs a game, the same command again (same port, or another) stops with one line and exit status
+    2 and writes nothing; a server for another directory on a port in use stops before it creates its directory."""
+    import websockets
+    d, port, other = tmp_path / 'session', free_port(), free_port()
+    args = ['--treatment', '1:buyer:conceder', '--games', '1', '--deadline', '60']
+    cm, proc, lines = start(d, port, 1, *args)
+
+    def again(where, at):
+        return subprocess.run([EXE, 'lab', 'run', str(where), '--port', str(at), *args], capture_output=True,
+                              text=True, timeout=120)
+    async def go():
+        async with websockets.connect(_ws(links(lines)['P01'])) as ws:
+            await ws.send(json.dumps({'type': 'consent', 'agree': True}))
+            await ws.send(json.dumps({'type': 'quiz', 'answers': [q[2] for q in QUIZ]}))
+            while not ((st := json.loads(await ws.recv()))['stage'] == 'game' and st['your_turn']): pass
+            files = {p.name: p.read_bytes() for p in d.iterdir()}
+            runs = [await asyncio.to_thread(again, *x) for x in ((d, port), (d, other), (tmp_path / 'new', port))]
+            assert {p.name: p.read_bytes() for p in d.iterdir()} == files           # not one byte written
+            await ws.send(json.dumps({'type': 'act', 'tool': 'quit_negotiation', 'args': {}}))
+            while json.loads(await ws.recv())['stage'] != 'payoff':
+                await ws.send(json.dumps({'type': 'next'}))
+            return runs
+    try: runs = asyncio.run(asyncio.wait_for(go(), 300))
+    finally: stop(cm, proc)
+    for r, why in zip(runs, ('in use', 'another lab server is running', 'in use')):
+        assert r.returncode == 2 and not r.stdout and len(r.stderr.splitlines()) == 1 and why in r.stderr, r
+    assert not (tmp_path / 'new').exists()
+    assert _lab_rows(d, 'SELECT game_id, status, reason FROM lab_games') == [('L0000', 'done', 'quit')]
+    with Store(d, create=False) as st: assert st.count() == 1 and st.failures().empty
+
+def test_the_scenario_seed_is_secret(tmp_path):
+    """Without --seed, a session's scenarios come from a fresh seed kept in lab.sqlite: the first game's private number
+    is not seed 0's but is the stored seed's (reproducible from the store), and no page shows the seed."""
+    import websockets
+    from bilateral.scenarios import sample_scenarios
+    d, port = tmp_path / 'session', free_port()
+    cm, proc, lines = start(d, port, 1, '--treatment', '1:buyer:conceder', '--games', '1', '--deadline', '30')
+    admin = next(x for x in lines if x.startswith('admin: ')).split(': ', 1)[1]
+
+    async def go():
+        async with websockets.connect(_ws(links(lines)['P01'])) as ws:
+            await ws.send(json.dumps({'type': 'consent', 'agree': True}))
+            await ws.send(json.dumps({'type': 'quiz', 'answers': [q[2] for q in QUIZ]}))
+            texts = [await ws.recv()]
+            while json.loads(texts[-1])['stage'] != 'game': texts.append(await ws.recv())
+            return texts
+    try:
+        texts = asyncio.run(asyncio.wait_for(go(), 60))
+        pages = texts + [urllib.request.urlopen(admin).read().decode(), urllib.request.urlopen(links(lines)['P01'])
+                         .read().decode()]
+    finally: stop(cm, proc)
+    session = json.loads(_lab_rows(d, "SELECT value FROM meta WHERE key='session'")[0][0])
+    seed, game = session['seed'], json.loads(texts[-1])
+    seen = (game['item']['title'], round(game['private']['amount'] * 100))
+    sc = sample_scenarios(1, session['preset'], seed)[0]
+    assert seen == (sc.item.title, sc.buyer_value)                            # the store's seed made this game
+    sc0 = sample_scenarios(1, session['preset'], 0)[0]
+    assert seed != 0 and seen != (sc0.item.title, sc0.buyer_value)            # not the default seed's values
+    assert not any(str(seed) in p for p in pages)
+
+def test_a_flood_is_bounded(tmp_path):
+    """One participant sends 200 wrong answers in one burst and a frame of 300 KB while another plays: the burst beyond
+    the participant's bucket is refused (too_fast), the large frame closes their socket (1009), the kept tries stay
+    small and numbered, the other's game is played and stored, and the flooder can still pass and play."""
+    import websockets
+    from lab_bot import participant
+    d, port = tmp_path / 'session', free_port()
+    cm, proc, lines = start(d, port, 2, '--treatment', '2:buyer:conceder', '--games', '1', '--deadline', '10')
+    people = links(lines)
+    wrong, right = {'type': 'quiz', 'answers': ['no', '$80', None]}, {'type': 'quiz', 'answers': [q[2] for q in QUIZ]}
+
+    async def flood():
+        async with websockets.connect(_ws(people['P01'])) as ws:
+            await ws.send(json.dumps({'type': 'consent', 'agree': True}))
+            while json.loads(await ws.recv())['stage'] != 'instructions': pass
+            for _ in range(200): await ws.send(json.dumps(wrong))                  # one burst
+            got = [json.loads(await ws.recv()) for _ in range(200)]                # one answer each
+            await ws.send(json.dumps({'type': 'quiz', 'answers': ['x' * 100_000] * 3}))
+            try:
+                while True: await asyncio.wait_for(ws.recv(), 60)
+            except websockets.ConnectionClosed as e: closed = e.rcvd and e.rcvd.code
+            except asyncio.TimeoutError: closed = None                             # still open: the frame was taken
+        async with websockets.connect(_ws(people['P01'])) as ws:
+            while True:                                           # the bucket refills: the check, passed, then play
+                await ws.send(json.dumps(right))
+                while (st := json.loads(await ws.recv())).get('stage') == 'instructions': pass
+                if st.get('error') != 'too_fast': break
+                await asyncio.sleep(1)
+            pay = await _play(ws, [st])
+        return got, closed, pay
+    async def both(): return await asyncio.gather(flood(), participant(people['P02'], limit=150))
+    try: (got, closed, pay), other = asyncio.run(asyncio.wait_for(both(), 300))
+    finally: stop(cm, proc)
+    kinds = [g.get('error') or g['stage'] for g in got]
+    assert set(kinds) == {'instructions', 'too_fast'} and closed == 1009, (set(kinds), closed)
+    tries = json.loads(_lab_rows(d, "SELECT answers FROM participants WHERE code='P01'")[0][0])
+    assert len(tries) <= 20 and len(json.dumps(tries)) < 5000
+    assert tries[-1]['n'] == kinds.count('instructions') + 1 and tries[-1]['answers'] == right['answers']
+    assert len(pay['games']) == 1 and len(other['payoff']['games']) == 1
+    with Store(d, create=False) as st: assert st.count() == 2 and st.failures().empty

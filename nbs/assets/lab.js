@@ -23,11 +23,23 @@ function connect() {
   const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
   ws = new WebSocket(`${proto}//${location.host}/ws/${token}`);
   ws.onopen = () => { tries = 0; document.body.dataset.online = '1'; };
-  ws.onmessage = ev => { state = JSON.parse(ev.data); got = performance.now(); draw(); };
+  ws.onmessage = ev => {
+    const m = JSON.parse(ev.data);
+    if (m.error) return notice(m);            // a frame the server refused: said on the page, which stays as it is
+    state = m;
+    got = performance.now();
+    draw();
+  };
   ws.onclose = () => {
     document.body.dataset.online = '0';
     setTimeout(connect, Math.min(3000, 250 * 2 ** tries++));   // reload or lost connection: back to the same place
   };
+}
+
+function notice(m) {   // shown until the next screen is drawn
+  const old = document.getElementById('notice');
+  if (old) old.remove();
+  app.prepend(el('p', {class: 'error', id: 'notice'}, `Not sent: ${m.message} (${m.error})`));
 }
 
 function consent(s) {
