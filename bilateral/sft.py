@@ -559,10 +559,9 @@ def pack_loss(model, batch: dict):
     kv = DynamicCache(ddp_cache_data=[(k.expand(n, -1, -1, -1), v.expand(n, -1, -1, -1)) for k, v, *_ in out.cache])
     o = model(input_ids=x, attention_mask=att, cache=kv, position_ids=torch.arange(p, p + L).expand(n, -1))
     logits = torch.cat([out.logits[:, -1:].expand(n, -1, -1), o.logits[:, :-1]], 1)   # each token from the one before
-    loss = F.cross_entropy(logits.flatten(0, 1), y.flatten(), ignore_index=-100, reduction='none').view(n, L)
-    w = torch.as_tensor(batch.get('weights') if batch.get('weights') is not None else [1.0] * n, dtype=loss.dtype)
-    loss = (loss.sum(1) * w).sum()
-    return loss, int((y != -100).sum())
+    loss = F.cross_entropy(logits.flatten(0, 1), y.flatten(), ignore_index=-100, reduction='none').view(n, L).sum(1)
+    w = batch.get('weights')                                                          # one a decision, or none
+    return (loss if w is None else loss * torch.as_tensor(w, dtype=loss.dtype)).sum(), int((y != -100).sum())
 
 # %% ../nbs/09b_sft.ipynb #fa642a49
 class PackCollator:
