@@ -28,9 +28,9 @@ __all__ = ['TINY_WINDOW', 'ROLES', 'SFT_COLUMNS', 'SFT_CONFIGS', 'windows', 'cut
            'tool_call_rate', 'first_situations', 'greedy_replies', 'first_offers', 'first_offer_scores',
            'accept_moments', 'accept_scores', 'offer_curve', 'role_rows', 'select_conversations', 'split_scenarios',
            'conversation_dataset', 'sft_counts', 'save_sft_data', 'load_sft_data', 'sft_data', 'pick_backend',
-           'training_template', 'sft_tokens', 'shared_prefix', 'pack_decisions', 'accepts', 'decision_packs',
-           'pack_loss', 'PackCollator', 'pack_trainer_class', 'fast_inference', 'load_lora_model', 'sft_trainer',
-           'save_trained', 'train_lora_sft', 'teacher_forced_loss', 'merge_adapter']
+           'training_template', 'sft_tokens', 'shared_prefix', 'pack_decisions', 'accepts', 'decision_weights',
+           'decision_packs', 'pack_loss', 'PackCollator', 'pack_trainer_class', 'fast_inference', 'load_lora_model',
+           'sft_trainer', 'save_trained', 'train_lora_sft', 'teacher_forced_loss', 'merge_adapter']
 
 # %% ../nbs/09b_sft.ipynb #399a3ee3
 def windows(conv: list, window: int | None, per_conv: int, rng) -> list:
@@ -462,6 +462,7 @@ _LINEAR = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down
 _QWEN = dict(lora_r=16, lora_alpha=16, lora_dropout=0.0, target_modules=_LINEAR, lr=2e-4, epochs=1, batch=1,
              grad_accum=8, max_length=8192, load_in_4bit=True, checkpointing=True, threads=None, expected_time=None,
              first=None, whole=1.0, last=0, endings_only=False, window=None, pack=False, accept_weight=1.0,
+             first_weight=1.0,
              docs=['https://unsloth.ai/docs/get-started/fine-tuning-for-beginners/unsloth-requirements',
                    'https://qwen.readthedocs.io/en/latest/training/unsloth.html',
                    'https://unsloth.ai/docs/get-started/fine-tuning-llms-guide/lora-hyperparameters-guide'])
@@ -469,17 +470,18 @@ _QWEN = dict(lora_r=16, lora_alpha=16, lora_dropout=0.0, target_modules=_LINEAR,
 SFT_CONFIGS = {
     'tiny': dict(base_model=None, lora_r=16, lora_alpha=32, lora_dropout=0.0, target_modules=_LINEAR, lr=2e-3,
                  epochs=1, batch=1, grad_accum=2, max_length=4096, load_in_4bit=False, checkpointing=False, threads=1,
-                 gpu_memory_gb=None, expected_time=None, docs=[], first=3, whole=1.0, last=8,
-                 endings_only=False, window=None, pack=False, accept_weight=1.0),
+                 gpu_memory_gb=None, expected_time=None, docs=[], first=3, whole=1.0, last=8, endings_only=False,
+                 window=None, pack=False, accept_weight=1.0, first_weight=1.0),
     'smollm2': dict(base_model=None, lora_r=16, lora_alpha=32, lora_dropout=0.0, target_modules=_LINEAR, lr=1e-3,
                     epochs=1, batch=1, grad_accum=2, max_length=4096, load_in_4bit=False, checkpointing=False,
                     threads=2, gpu_memory_gb=None, expected_time=None, docs=[], first=1, whole=0.0, last=0,
-                    endings_only=False, window=None, pack=False, accept_weight=1.0),
+                    endings_only=False, window=None, pack=False, accept_weight=1.0, first_weight=1.0),
     'qwen3-8b': dict(_QWEN, base_model='Qwen/Qwen3-8B', gpu_memory_gb={'qlora_4bit_min': 6, 'lora_16bit_min': 22}),
     'qwen3-14b': dict(_QWEN, base_model='Qwen/Qwen3-14B', gpu_memory_gb={'qlora_4bit_min': 8.5, 'lora_16bit_min': 33}),
 }
 SFT_CONFIGS['smollm2-decisions'] = dict(SFT_CONFIGS['smollm2'], first=None, window=4, pack=True)   # 09b: decisions
 SFT_CONFIGS['smollm2-decisions-accept3'] = dict(SFT_CONFIGS['smollm2-decisions'], accept_weight=3.0)  # issue 55, try 2
+SFT_CONFIGS['smollm2-mixed'] = dict(SFT_CONFIGS['smollm2-decisions'], first_weight=4.0, accept_weight=8.0)  # try 3
 
 # %% ../nbs/09b_sft.ipynb #fbfa16cf
 def training_template(tok) -> str | None:
@@ -529,16 +531,20 @@ def accepts(conv: list) -> list[bool]:
     return [any(c['function']['name'] == 'accept_offer' for c in m.get('tool_calls') or [])
             for m in conv if m['role'] == 'assistant']
 
+def decision_weights(conv: list, accept_weight: float = 1.0, first_weight: float = 1.0) -> list[float]:
+    "A loss weight for each reply of a conversation: `first_weight` for its first, `accept_weight` for an acceptance."
+    return [first_weight if i == 0 else accept_weight if a else 1.0 for i, a in enumerate(accepts(conv))]
+
 def decision_packs(tok, split, window: int, chat_template: str | None = None, max_length: int = 4096, seed: int = 0,
-                   accept_weight: float = 1.0):
+                   accept_weight: float = 1.0, first_weight: float = 1.0):
     """One `pack_decisions` row per conversation of a split: its decisions through `window`, each training its reply,
-    with a loss weight a decision (`weights`: `accept_weight` for an acceptance, 1 for any other reply)."""
+    with a loss weight a decision (`weights`: `decision_weights`)."""
     from datasets import Dataset
     rows = {'input_ids': [], 'assistant_masks': [], 'segments': [], 'weights': []}
     for i in range(len(split)):
         d = sft_tokens(tok, split.select([i]), max_length, chat_template, seed=seed, window=window)
         for k, v in pack_decisions(d['input_ids'], d['assistant_masks']).items(): rows[k].append(v)
-        rows['weights'].append([accept_weight if a else 1.0 for a in accepts(json.loads(split[i]['messages']))])
+        rows['weights'].append(decision_weights(json.loads(split[i]['messages']), accept_weight, first_weight))
     return Dataset.from_dict(rows)
 
 # %% ../nbs/09b_sft.ipynb #19c7c9d8
@@ -669,7 +675,8 @@ def train_lora_sft(model_dir, data_dir, out_dir, config: str = 'tiny', backend: 
     first = [sendable(json.loads(split[0]['messages'])), json.loads(split[0]['tools'])]
     same = template is None or tok.apply_chat_template(first[0], tools=first[1], tokenize=False) == \
         tok.apply_chat_template(first[0], tools=first[1], tokenize=False, chat_template=template)
-    ds = (decision_packs(tok, split, cfg['window'], template, cfg['max_length'], seed, cfg['accept_weight'])
+    ds = (decision_packs(tok, split, cfg['window'], template, cfg['max_length'], seed, cfg['accept_weight'],
+                        cfg['first_weight'])
           if cfg['pack'] else sft_tokens(tok, split, cfg['max_length'], template, cfg['first'], cfg['whole'], seed,
                                          cfg['last'], cfg['endings_only'], cfg['window']))
     with torch_threads(cfg['threads']), _quiet():
