@@ -457,10 +457,10 @@ def _sft_filters(a) -> dict:
 
 # %% ../nbs/13_cli.ipynb #41bde5db
 def _train_dagger(a, out: Path, steps: dict) -> str:
-    "`train dagger`: a round of DAgger (09d_dagger) with the options given, the module's defaults for the rest."
+    "`train dagger`: rounds of DAgger (09d_dagger) with the options given, the module's defaults for the rest."
     from bilateral.dagger import train_dagger
     given = {'teachers': _csv(a.agents), 'opponents': _csv(a.opponents), 'n': a.scenarios, 'preset': a.preset,
-             'deadline': a.deadline}
+             'deadline': a.deadline, 'rounds': a.rounds, 'pool': a.data}
     rep = train_dagger(a.model, out, config=a.config, backend=a.backend, seed=a.seed, progress=True, **steps,
                        **{k: v for k, v in given.items() if v})
     return json.dumps(rep, indent=1, default=str)
@@ -502,11 +502,11 @@ def _add_train(sub):
     t.add_argument('--backend', default='auto', choices=['auto', 'trl', 'unsloth'])
     t.add_argument('--max-steps', type=_number(int, 1), default=None)
     t.add_argument('--seed', type=SEED, default=0)
-    t.add_argument('--threads', type=_number(int, 1, 1024), default=None,
-                   help="torch threads (the config's by default: 1 for tiny)")
+    t.add_argument('--threads', type=_number(int, 1, 1024), help="torch threads (the config's by default: 1 for tiny)")
     t.add_argument('--role', default=None, choices=['buyer', 'seller', 'both'],
                    help="sft: the role's conversations (both: all); grpo: the model's role (buyer by default)")
-    t.add_argument('--data', type=_path, help='sft: a tournament run directory, or a saved SFT dataset')
+    t.add_argument('--data', type=_path, help='sft: a run directory or saved SFT data; dagger: data pooled with labels')
+    t.add_argument('--rounds', type=_number(int, 1, 100), default=None, help='dagger: rounds, each pooling the labels')
     for o in ('agents', 'tiers', 'opponents'):
         t.add_argument(f'--{o}', default=None, help=f'sft: {o} to keep (comma separated)' + {
             'agents': '; dagger: the teachers', 'opponents': "; dagger: the student's opponents"}.get(o, ''))

@@ -17,11 +17,11 @@ from .scenarios import sample_scenarios
 from .metrics import game_row
 from .strategies import Scripted
 from .local import release_models
-from .sft import _quiet, conversation_dataset
+from .sft import _quiet, conversation_dataset, load_sft_data
 
 # %% auto #0
 __all__ = ['teacher_reply', 'Relabel', 'dagger_plan', 'dagger_games_async', 'dagger_games', 'dagger_samples', 'dagger_outcomes',
-           'dagger_data', 'train_dagger']
+           'dagger_data', 'pool_data', 'train_dagger']
 
 # %% ../nbs/09d_dagger.ipynb #d84c1215
 def teacher_reply(calls: list, first_id: int) -> dict:
@@ -79,7 +79,7 @@ def dagger_plan(n: int = 8, opponents=('conceder', 'boulware', 'linear'), teache
     scs = sample_scenarios(n, preset, derive_seed(seed, 'dagger'))
     return [{'scenario': sc, 'scenario_index': i, 'opponent': o, 'role': role,
              'teacher': teachers[(i + j) % len(teachers)], 'first_mover': ('buyer', 'seller')[(i // 2 + j + k) % 2],
-             'seed': derive_seed(seed, 'dagger', i, o, role)}
+             'seed': derive_seed(seed, 'dagger', i, o, role), 'game_id': f'dagger-{seed}-{i}-{o}-{role}'}
             for i, sc in enumerate(scs) for j, o in enumerate(opponents) for k, role in enumerate(('buyer', 'seller'))]
 
 # %% ../nbs/09d_dagger.ipynb #b90535fc
@@ -99,8 +99,7 @@ async def dagger_games_async(student: str, plan: list[dict], deadline: float = 6
             row = game_row(r)
             return {**{k: v for k, v in g.items() if k != 'scenario'}, 'labels': a.labels, 'agree': a.agree,
                     'deal': bool(row['deal']), 'share': float(row[f"{g['role']}_share"]),
-                    'end_reason': row['end_reason'], 'tier': row['tier'],
-                    'game_id': f"dagger-{g['scenario_index']}-{g['opponent']}-{g['role']}"}
+                    'end_reason': row['end_reason'], 'tier': row['tier']}
     try: return list(await asyncio.gather(*(one(g) for g in plan)))
     finally:
         bar.close()
@@ -155,22 +154,56 @@ def dagger_data(student: str, out_dir, n: int = 8, opponents=('conceder', 'boulw
                                              for g in games))
     return info
 
+# %% ../nbs/09d_dagger.ipynb #e4c0a002
+def pool_data(dirs: list, out_dir) -> dict:
+    "The SFT datasets saved in `dirs` (the teacher's data, the rounds' labels) as one, saved to `out_dir`; a report."
+    from datasets import DatasetDict, concatenate_datasets
+    parts, out = [load_sft_data(d) for d in dirs], Path(out_dir)
+    dd = DatasetDict({k: concatenate_datasets(v) for k in ('train', 'test') if (v := [p[k] for p in parts if k in p])})
+    out.mkdir(parents=True, exist_ok=True)
+    with _quiet(): dd.save_to_disk(str(out / 'dataset'))
+    info = {'sources': [str(d) for d in dirs], 'rows': {k: len(v) for k, v in dd.items()},
+            'labels': sum(a.startswith('teacher:') for a in dd['train']['agent'])}
+    (out / 'pool.json').write_text(json.dumps(info, indent=1) + '\n')
+    return info
+
+# %% ../nbs/09d_dagger.ipynb #e4c0a006
+def _dagger_config(config: str, teachers, overrides: dict, pooled: bool) -> tuple[dict, bool]:
+    "The SFT settings of a DAgger run, checked: a known config, scripted teachers, packed decisions when pooled."
+    from bilateral.sft import SFT_CONFIGS
+    if config not in SFT_CONFIGS: raise ConfigError(f'unknown SFT config {config!r}; known: {", ".join(SFT_CONFIGS)}')
+    for t in teachers:
+        if not _is_a(make_agent(t), Scripted): raise ConfigError(f'the teacher {t!r} is not a scripted agent')
+    cfg = {**SFT_CONFIGS[config], **overrides}
+    if pooled and not cfg['pack']:
+        raise ConfigError(f'pooled DAgger trains packed decisions; config {config!r} does not pack (try smollm2-mixed)')
+    return cfg, pooled
+
 # %% ../nbs/09d_dagger.ipynb #36347f2a
 def train_dagger(model_dir, out_dir, config: str = 'tiny', n: int = 8, opponents=('conceder', 'boulware', 'linear'),
                  teachers=('boulware', 'linear'), preset: str = 'dollars', deadline: float = 60.0,
                  max_samples: int | None = None, seed: int = 0, concurrency: int = 16, max_new_tokens: int = 64,
                  threads: int | None = None, backend: str = 'auto', max_steps: int | None = None,
-                 progress: bool = False) -> dict:
-    "One round of DAgger: `model_dir` plays, the teachers label its turns, LoRA SFT trains it on the labels alone."
-    from bilateral.sft import SFT_CONFIGS, train_lora_sft
-    if config not in SFT_CONFIGS: raise ConfigError(f'unknown SFT config {config!r}; known: {", ".join(SFT_CONFIGS)}')
-    for t in teachers:
-        if not _is_a(make_agent(t), Scripted): raise ConfigError(f'the teacher {t!r} is not a scripted agent')
-    out, th = Path(out_dir), threads or SFT_CONFIGS[config]['threads'] or 1
-    data = dagger_data(f'hf:{model_dir}?max_new_tokens={max_new_tokens}&threads={th}', out / 'data', n, opponents,
-                       teachers, preset, deadline, max_samples, seed, concurrency, progress)
-    sft = train_lora_sft(model_dir, out / 'data', out / 'model', config=config, backend=backend, max_steps=max_steps,
-                         seed=seed, last=1, endings_only=True, **({'threads': threads} if threads else {}))
-    rep = {'data': data, 'sft': sft}
+                 progress: bool = False, rounds: int = 1, pool=None, **overrides) -> dict:
+    """`rounds` rounds of DAgger: the latest model plays, the teachers label its turns, LoRA SFT trains it on the labels
+    (one round, unpacked: that round's alone; else every round's so far pooled with `pool`, packed as decisions)."""
+    from bilateral.sft import train_lora_sft
+    cfg, pooled = _dagger_config(config, teachers, overrides, rounds > 1 or pool is not None)
+    out, th, model, sets, done = Path(out_dir), threads or cfg['threads'] or 1, Path(model_dir), [], []
+    seen = f"&window={cfg['window']}" if cfg['window'] else ''
+    for r in range(rounds):
+        here = out / f'round-{r + 1}' if rounds > 1 else out
+        data = dagger_data(f'hf:{model}?max_new_tokens={max_new_tokens}&threads={th}{seen}', here / 'data', n,
+                           opponents, teachers, preset, deadline, max_samples,
+                           derive_seed(seed, 'round', r) if r else seed, concurrency, progress)
+        sets.append(here / 'data')
+        if pooled: data['pool'] = pool_data(([pool] if pool else []) + sets, here / 'pooled')
+        alone = {} if cfg['pack'] else {'last': 1, 'endings_only': True}
+        sft = train_lora_sft(model, here / ('pooled' if pooled else 'data'), here / 'model', config=config,
+                             backend=backend, max_steps=max_steps, seed=seed,
+                             **{**alone, **overrides, **({'threads': threads} if threads else {})})
+        model = here / 'model'
+        done.append({'data': data, 'sft': sft})
+    rep = {**done[-1], **({'rounds': done, 'pool': str(pool) if pool else None} if pooled else {})}
     (out / 'dagger.json').write_text(json.dumps(rep, indent=1, default=str) + '\n')
     return rep

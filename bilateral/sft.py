@@ -29,8 +29,8 @@ __all__ = ['TINY_WINDOW', 'ROLES', 'SFT_COLUMNS', 'SFT_CONFIGS', 'windows', 'cut
            'accept_moments', 'accept_scores', 'offer_curve', 'role_rows', 'select_conversations', 'split_scenarios',
            'conversation_dataset', 'sft_counts', 'save_sft_data', 'load_sft_data', 'sft_data', 'pick_backend',
            'training_template', 'sft_tokens', 'shared_prefix', 'pack_decisions', 'accepts', 'decision_weights',
-           'decision_packs', 'pack_loss', 'PackCollator', 'pack_trainer_class', 'fast_inference', 'load_lora_model',
-           'sft_trainer', 'save_trained', 'train_lora_sft', 'teacher_forced_loss', 'merge_adapter']
+           'pack_units', 'decision_packs', 'pack_loss', 'PackCollator', 'pack_trainer_class', 'fast_inference',
+           'load_lora_model', 'sft_trainer', 'save_trained', 'train_lora_sft', 'teacher_forced_loss', 'merge_adapter']
 
 # %% ../nbs/09b_sft.ipynb #399a3ee3
 def windows(conv: list, window: int | None, per_conv: int, rng) -> list:
@@ -495,12 +495,14 @@ def sft_tokens(tok, split, max_length: int, chat_template: str | None = None, fi
                window: int | None = None):
     """Token ids and assistant masks of a split's conversations as in tournaments (`first`: also their `cuts`;
     `last`: also their `endings`, each training its last reply alone; `endings_only`: those endings alone;
-    `window`: instead, every reply as one decision seen through that window, each training that reply alone)."""
+    `window`: instead, every reply as one decision seen through that window, each training that reply alone, or
+    with `endings_only` the last reply alone: a relabelled turn of `09d_dagger`)."""
     from datasets import Dataset
     rows, rng = {'input_ids': [], 'assistant_masks': []}, random.Random(seed)
     for m, t in zip(split['messages'], split['tools']):
         conv = sendable(json.loads(m))
-        if window is not None: samples = [(c, True) for c in windows(conv, window, len(conv), rng)]
+        if window is not None:
+            samples = [(c, True) for c in windows(conv, window, len(conv), rng)[-1 if endings_only else 0:]]
         else:
             samples = [] if endings_only else [(c, False) for c in (cuts(conv, first, rng.random() < whole) if first
                                                                     else [conv])]
@@ -535,16 +537,29 @@ def decision_weights(conv: list, accept_weight: float = 1.0, first_weight: float
     "A loss weight for each reply of a conversation: `first_weight` for its first, `accept_weight` for an acceptance."
     return [first_weight if i == 0 else accept_weight if a else 1.0 for i, a in enumerate(accepts(conv))]
 
+# %% ../nbs/09b_sft.ipynb #d3b0a003
+def _relabelled(agent: str) -> bool: return agent.startswith('teacher:')    # a DAgger label (09d_dagger)
+
+def pack_units(split) -> list[list[int]]:
+    "The rows each pack holds: a conversation alone, or every relabelled turn of one DAgger game (`teacher:` rows)."
+    units = {}
+    for i, (a, g) in enumerate(zip(split['agent'], split['game_id'])):
+        units.setdefault(g if _relabelled(a) else i, []).append(i)
+    return list(units.values())
+
+# %% ../nbs/09b_sft.ipynb #d3b0a005
 def decision_packs(tok, split, window: int, chat_template: str | None = None, max_length: int = 4096, seed: int = 0,
                    accept_weight: float = 1.0, first_weight: float = 1.0):
-    """One `pack_decisions` row per conversation of a split: its decisions through `window`, each training its reply,
-    with a loss weight a decision (`weights`: `decision_weights`)."""
+    """One `pack_decisions` row per `pack_units` unit of a split: a conversation's decisions through `window`, each
+    training its reply, or a DAgger game's labels, each training its last; a loss weight a decision (`weights`)."""
     from datasets import Dataset
     rows = {'input_ids': [], 'assistant_masks': [], 'segments': [], 'weights': []}
-    for i in range(len(split)):
-        d = sft_tokens(tok, split.select([i]), max_length, chat_template, seed=seed, window=window)
+    for unit in pack_units(split):
+        part, labels = split.select(unit), _relabelled(split[unit[0]]['agent'])
+        d = sft_tokens(tok, part, max_length, chat_template, seed=seed, window=window, endings_only=labels)
         for k, v in pack_decisions(d['input_ids'], d['assistant_masks']).items(): rows[k].append(v)
-        rows['weights'].append(decision_weights(json.loads(split[i]['messages']), accept_weight, first_weight))
+        ws = [decision_weights(json.loads(m), accept_weight, first_weight) for m in part['messages']]
+        rows['weights'].append([w[-1] for w in ws] if labels else ws[0])
     return Dataset.from_dict(rows)
 
 # %% ../nbs/09b_sft.ipynb #19c7c9d8
