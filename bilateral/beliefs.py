@@ -212,7 +212,7 @@ def seat_games(store, every: float | None = None, level: float = 0.9) -> pd.Data
     g['gain'] = g.prior_error - g.error                  # what the offers taught the reference, paired in the seat-game
     return g.drop(columns=['buyer', 'seller', 'buyer_share', 'seller_share'])
 
-# %% ../nbs/10d_beliefs.ipynb #4e72fbdd
+# %% ../nbs/10d_beliefs.ipynb #0fb76a29
 BELIEF_MEASURES = ['error', 'prior_error', 'gain', 'last_error', 'covered']
 
 def _answers(spec: str) -> str:
@@ -231,6 +231,7 @@ def belief_table(store,                          # a `Store` or its run director
     sg = seat_games(store, every, level)
     t = aggregate(sg, by=by, measures=BELIEF_MEASURES, n_boot=n_boot, seed=seed, unit='seed')
     if 'agent' in by: t.insert(len(by), 'answers', t['agent'].map(_answers))
+    t.insert(t.columns.get_loc('scenarios') + 1, 'unit', 'scenario')       # what every interval resamples
     return t.sort_values([*by[1:], 'error'] if len(by) > 1 else 'error', ignore_index=True)
 
 # %% ../nbs/10d_beliefs.ipynb #b0a64c95
