@@ -253,7 +253,7 @@ def _boot_fit(x, y, unit, n_boot: int, seed: int, level: float) -> tuple[np.ndar
     if not len(boot): return np.full(2, math.nan), np.full(2, math.nan)
     return tuple(np.quantile(boot, [(1 - level) / 2, (1 + level) / 2], axis=0))
 
-# %% ../nbs/10d_beliefs.ipynb #dc836a1c
+# %% ../nbs/10d_beliefs.ipynb #b1006e14
 def _centred(d: pd.DataFrame, col: str) -> np.ndarray:
     "`col` minus its mean over the seats of the same scenario and role."
     return (d[col] - d.groupby(['seed', 'role'])[col].transform('mean')).to_numpy(float)
@@ -269,11 +269,11 @@ def infer_earn(sg: pd.DataFrame,       # `seat_games`
     if within: d = d[d.groupby(['seed', 'role']).error.transform('std') > 1e-12]   # groups whose seats differ
     x, y = (_centred(d, c) if within else d[c].to_numpy(float) for c in ('error', 'share'))
     (r, slope), (lo, hi) = _fit(x, y), _boot_fit(x, y, d['seed'], n_boot, seed, level)
-    n = {'seat_games': len(d), 'scenarios': d['seed'].nunique(), 'unit': 'scenario'}
+    n = {'seat_games': len(d), 'scenarios': d['seed'].nunique(), 'unit': 'scenario', 'level': level}
     return {'within': within, 'r': r, 'r_lo': lo[0], 'r_hi': hi[0], 'slope': slope, 'slope_lo': lo[1],
             'slope_hi': hi[1], **n}
 
-# %% ../nbs/10d_beliefs.ipynb #2ffe3967
+# %% ../nbs/10d_beliefs.ipynb #d820beee
 def finding(f: dict) -> str:
     "The sentence of `infer_earn`: whether seats that inferred better earned more, with r's interval, unit and n."
     verdict = 'supported' if f['r_hi'] < 0 else 'contradicted' if f['r_lo'] > 0 else 'not settled'
@@ -283,8 +283,8 @@ def finding(f: dict) -> str:
                 f"to compare, over {f['scenarios']} {f['unit']}s")
     return (f"agents that infer better earn more: {verdict} ({how}): r = {f['r']:+.2f} "
             f"[{f['r_lo']:+.2f}, {f['r_hi']:+.2f}], slope {f['slope']:+.2f} share per unit error/L "
-            f"[{f['slope_lo']:+.2f}, {f['slope_hi']:+.2f}], 95 % CI over {f['scenarios']} {f['unit']}s, "
-            f"n = {f['seat_games']} seat-games")
+            f"[{f['slope_lo']:+.2f}, {f['slope_hi']:+.2f}], {100 * f['level']:g} % CI over {f['scenarios']} "
+            f"{f['unit']}s, n = {f['seat_games']} seat-games")
 
 # %% ../nbs/10d_beliefs.ipynb #8d98dcca
 def belief_chart(traces: pd.DataFrame,   # `belief_traces`, best probed every K seconds
