@@ -6,7 +6,7 @@ Docs: https://github.com/bilateral-dev/bilateral/inspect.html.md"""
 
 # %% ../nbs/15a_inspect.ipynb #9f03d7ba
 from __future__ import annotations
-import hashlib, json, math
+import argparse, hashlib, json, math, sqlite3
 from dataclasses import asdict
 from pathlib import Path
 from inspect_ai import Task, task
@@ -15,7 +15,7 @@ from inspect_ai.model import GenerateConfig, get_model, messages_from_openai
 from inspect_ai.scorer import Score, Target, mean, scorer
 from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.tool import ToolInfo
-from .core import dumps
+from .core import BilateralError, ConfigError, dumps
 from .protocol import Rules
 from .engine import scenario_from_json, scenario_json
 from .agents import check_spec, make_agent
@@ -178,14 +178,31 @@ def store_from_log(log, run_dir: str | Path) -> int:
             n += st.add(s.metadata['game_id'], row['buyer'], row['seller'], s.metadata['index'], row, t, g['messages'])
     return n
 
+# %% ../nbs/15a_inspect.ipynb #eede05f1
+def _read_log(path: str):
+    "The inspect eval log at `path`; `ConfigError`, in one line, when there is no file there or it is no log."
+    from inspect_ai.log import read_eval_log
+    if not Path(path).is_file():
+        hint = ' (a pattern that matched no file: run `inspect eval` first)' if any(c in path for c in '*?[') else ''
+        raise ConfigError(f'no log file at {path}{hint}')
+    try: return read_eval_log(path)
+    except Exception as e: raise ConfigError(f'{path} is not an inspect eval log ({type(e).__name__})') from None
+
+# %% ../nbs/15a_inspect.ipynb #d8542823
+class _OneLine(argparse.ArgumentParser):
+    "An argument parser whose errors are one line and exit 2, as `bilateral`'s are (never the whole usage)."
+    def error(self, message): self.exit(2, f'{self.prog}: error: {message}\n')
+
 # %% ../nbs/15a_inspect.ipynb #60dc0c33
 def store_main(argv: list | None = None) -> int:
-    "`bilateral-inspect-store`: put the games of inspect eval logs into a results store."
-    import argparse
-    p = argparse.ArgumentParser(prog='bilateral-inspect-store', description=store_main.__doc__)
+    "`bilateral-inspect-store`: put the games of inspect eval logs into a results store; bad input: one line, exit 2."
+    p = _OneLine(prog='bilateral-inspect-store', description=store_main.__doc__)
     p.add_argument('logs', nargs='+', help='inspect eval log files (.eval or .json)')
     p.add_argument('--out', required=True, help='the run directory of the results store')
     a = p.parse_args(argv)
-    n = sum(store_from_log(f, a.out) for f in a.logs)
+    try:
+        logs = [_read_log(f) for f in a.logs]          # all of them, before anything is written
+        n = sum(store_from_log(log, a.out) for log in logs)
+    except (BilateralError, OSError, sqlite3.Error) as e: p.error(str(e))
     print(f'{n} new games stored in {a.out}')
     return 0

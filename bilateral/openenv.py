@@ -284,14 +284,22 @@ def _check_opponents(specs: list) -> None:
     for s in specs: make_agent(s).check()
 
 def main(argv: list | None = None):
-    "Serve the game as an OpenEnv environment (`bilateral-openenv`); a bad option is one line and exit 2, at once."
+    "Serve the game as an OpenEnv environment (`bilateral-openenv`): one line says where; bad input: one line, exit 2."
     import uvicorn
+    from bilateral.lab import listen
     p = openenv_parser()
     a = p.parse_args(argv)
-    try: _check_opponents([a.opponent, *a.also])
+    try:
+        _check_opponents([a.opponent, *a.also])
+        sock = listen(a.host, a.port)         # the port is taken before anything starts: one in use is bad input too
     except (BilateralError, ValueError) as e: p.error(str(e))
     app = make_app(a.opponent, a.role, a.max_sessions, tuple(a.also), idle_s=a.idle_timeout, client_rate=a.client_rate)
-    uvicorn.run(app, host=a.host, port=a.port, log_level='warning')
+    host = f'[{a.host}]' if ':' in a.host else a.host
+    print(f'bilateral-openenv: listening on http://{host}:{a.port} (opponent {a.opponent}); Ctrl-C stops it',
+          flush=True)
+    with sock:
+        try: uvicorn.Server(uvicorn.Config(app, log_level='warning')).run(sockets=[sock])
+        except KeyboardInterrupt: pass            # Ctrl-C: the server has shut down, as `uvicorn.run` ends
 
 # %% ../nbs/15b_openenv.ipynb #9cac694f
 class serve_openenv:

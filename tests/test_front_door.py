@@ -50,3 +50,10 @@ def test_the_details_page_keeps_the_recorded_seeds_table(root):
     table = seeds_table.table(pd.read_csv(root / 'data' / 'seeds' / 'offline.csv'))
     cells = json.loads((root / 'nbs' / 'details.ipynb').read_text())['cells']
     assert any(table in ''.join(c['source']) for c in cells if c['cell_type'] == 'markdown')
+
+def test_the_readme_says_why_there_is_no_settings_ini(root):
+    "One who knows nbdev 2 looks for settings.ini: the README says where nbdev 3's settings are, and there they are."
+    text = ' '.join((root / 'README.md').read_text().split())
+    assert 'no `settings.ini`: nbdev 3 reads its settings from `[tool.nbdev]` in `pyproject.toml`' in text
+    assert not (root / 'settings.ini').exists()
+    assert tomllib.loads((root / 'pyproject.toml').read_text())['tool']['nbdev']['lib_path'] == 'bilateral'

@@ -53,3 +53,16 @@ def test_a_seat_can_be_a_bilateral_agent(tmp_path, srv):
     got = sorted(log.samples, key=lambda s: s.id)
     assert [s.metadata['bilateral']['row']['price'] for s in got] == [game_row(r)['price'] for r in ref]
     assert {s.metadata['bilateral']['row']['seller'] for s in got} == {'boulware'}
+
+def test_the_store_command_without_logs_is_one_line_and_exit_2(tmp_path):
+    "The README's `bilateral-inspect-store logs/*.eval` before any eval: the shell hands the pattern over unexpanded."
+    script = Path(sys.executable).parent / 'bilateral-inspect-store'
+    (tmp_path / 'notes.eval').write_text('not a log')
+    for args, said in ((['logs/*.eval'], 'no log file at logs/*.eval (a pattern that matched no file: run `inspect '
+                                         'eval` first)'),
+                       (['notes.eval'], 'notes.eval is not an inspect eval log ('), ([], 'the following arguments')):
+        r = subprocess.run(f'{script} {" ".join(args)} --out data/runs/inspect', shell=True, cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300)
+        assert (r.returncode, r.stdout, len(r.stderr.splitlines())) == (2, '', 1), r.stderr[-2000:]
+        assert r.stderr.startswith(f'bilateral-inspect-store: error: {said}'), r.stderr
+    assert not (tmp_path / 'data').exists()

@@ -1,13 +1,16 @@
 """The OpenEnv socket against a real server in a subprocess on 127.0.0.1: honoured seeds, concurrent sessions whose
 games equal `play()`'s through the package's own `openai:` agent, bad actions answered with error codes, a cap on
 sessions, and TRL's environment_factory class playing the same game as the package's own `BargainEnv`."""
-import asyncio, json
+import asyncio, json, signal, subprocess, sys, time, urllib.request
+from pathlib import Path
 import pytest
 pytest.importorskip('openenv')
 from bilateral.openenv import BargainAction, BargainClient, OpenEnvBargain, serve_openenv
 from bilateral.protocol import Rules
 from bilateral.play import play
 from bilateral.scenarios import sample_scenarios
+from bilateral.fakeserver import free_port
+from conftest import child
 
 @pytest.fixture(scope='module')
 def env_srv():
@@ -132,3 +135,26 @@ def test_grpo_trainer_through_the_openenv_server(env_srv, tiny_model, tmp_path):
     for e in envs:
         assert e.messages[0]['role'] == 'system' and any(m['role'] == 'tool' for m in e.messages)
         e.client.close()
+
+def test_the_server_says_where_it_listens_and_a_taken_port_is_one_line():
+    "`bilateral-openenv` as installed: one line with its address once it listens; a second one on that port: exit 2."
+    script, port = str(Path(sys.executable).parent / 'bilateral-openenv'), free_port()
+    with child([script, '--port', str(port)]) as first:
+        line = first.stdout.readline()          # printed once the port is taken, before the server runs
+        assert line == f'bilateral-openenv: listening on http://127.0.0.1:{port} (opponent boulware); Ctrl-C stops it\n'
+        second = subprocess.run([script, '--port', str(port)], capture_output=True, text=True, timeout=300)
+        assert (second.returncode, second.stdout) == (2, ''), second.stderr
+        assert second.stderr == (f'bilateral-openenv: error: cannot listen on 127.0.0.1:{port} (Address already in '
+                                 'use): choose another --port\n')
+        t0 = time.monotonic()
+        while True:
+            try:
+                with urllib.request.urlopen(f'http://127.0.0.1:{port}/health', timeout=2) as r:
+                    health = json.loads(r.read())
+                break
+            except OSError:
+                assert time.monotonic() - t0 < 300, 'the server said it listens but never answered'
+                time.sleep(0.2)
+        assert health['status'] == 'healthy'
+        first.terminate()
+        assert first.wait(30) in (0, -signal.SIGTERM)
