@@ -466,7 +466,7 @@ async def play_live(lab, game_id: str, k: dict, scenario, seats: dict, seed: int
     for r, a in agents.items():
         try: await a.start(eng.brief(r))
         except Exception as e: _failed(eng, r, e, failure)
-    if batches and not failure: t0 -= await _replayed(eng, agents, batches)     # goes on where it stopped
+    if batches and not failure: t0 -= await _replayed(eng, agents, batches, failure)     # on where it stopped
     while (role := eng.next_turn()) is not None:
         if (ahead := eng.now - clock()) > 0: await asyncio.sleep(ahead)
         a = agents[role]
@@ -486,18 +486,22 @@ async def play_live(lab, game_id: str, k: dict, scenario, seats: dict, seed: int
     return eng, agents, failure
 
 # %% ../nbs/16_lab.ipynb #b09d9a87
-async def _replayed(eng, agents: dict, batches: list) -> float:
+async def _replayed(eng, agents: dict, batches: list, failure: dict | None = None) -> float:
     "Re-run the kept `batches` (role, calls, at) of a game cut off by a restart; the wall-clock second it had reached."
     at = 0.0
     for role, calls, at in batches:
-        if eng.next_turn() is not role: raise BilateralError(f'{role} did not hold the turn in the kept game')
-        a = agents[role]
-        if isinstance(a, PersonSeat):
-            a.view.observe(eng.take(role), a.sent, a.sent_at)
-            a.sent, a.sent_at = {c.id: c for c in calls}, at
-            a.n = max([a.n] + [int(c.id[1:]) for c in calls if c.id[:1] == 'h' and c.id[1:].isdigit()])
-        else: await a.act(eng.take(role))          # a strategy's own state, rebuilt; its calls are the kept ones
-        eng.submit(role, calls, at=at)
+        try:
+            if eng.next_turn() is not role: raise BilateralError(f'{role} did not hold the turn in the kept game')
+            a = agents[role]
+            if isinstance(a, PersonSeat):
+                a.view.observe(eng.take(role), a.sent, a.sent_at)
+                a.sent, a.sent_at = {c.id: c for c in calls}, at
+                a.n = max([a.n] + [int(c.id[1:]) for c in calls if c.id[:1] == 'h' and c.id[1:].isdigit()])
+            else: await a.act(eng.take(role))          # a strategy's own state, rebuilt; its calls are the kept ones
+            eng.submit(role, calls, at=at)
+        except Exception as e:                         # it cannot be replayed: not played (unscored), as a crash
+            _failed(eng, role, e, {} if failure is None else failure)
+            return at
         if isinstance(a, PersonSeat): a.landed(eng.parties[role].batch)
     return max(at, eng.now) if batches else 0.0
 
