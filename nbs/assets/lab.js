@@ -3,7 +3,8 @@
 'use strict';
 const app = document.getElementById('app');
 const token = location.pathname.split('/').pop();
-let ws = null, state = null, got = 0, tries = 0, online = false, seq = 0, pending = null, confirming = false;
+let ws = null, state = null, got = 0, tries = 0, online = false, pending = null, confirming = false;
+let seq = Date.now();   // numbers this page's actions, apart from those of an earlier load of it
 
 function el(tag, attrs, ...kids) {
   const e = document.createElement(tag);
