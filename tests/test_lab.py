@@ -155,65 +155,91 @@ def test_a_session_in_browsers(srv, tmp_path):
     assert declined[0]['participant.stage'] == 'declined' and declined[0]['participant.declined_at']
     assert {x['group.game_id'] for x in out if x['group.game_id']} == set(games)
 
-@pytest.mark.slow    # about a minute on two shared cores: two server starts, a game against boulware
-@pytest.mark.skipif(CHROMIUM is None, reason="the browser test needs Debian's chromium (apt-get install chromium)")
-def test_the_page_in_a_browser(tmp_path):
-    """A participant against boulware in Chromium (issue 56, 6, 7, 9, 11): no 'null' on the first visit, the rules that
-    end games stated, a wrong try keeps its answers; an offer typed as "$1,234.50" goes through and shows at once, its
-    inputs emptied, and its note does not go out again with the next offer; the history says "They offer"; the server
-    stops: the page says the connection is lost and no button works; it comes back: the same game goes on with its
-    history; Leave asks first; the end is a sentence, not a code."""
+def _browser(pw, errors: list):
+    "A page of its own in headless Chromium, with its script errors collected in `errors`."
+    browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+    page = browser.new_context(viewport={'width': 1000, 'height': 1200}).new_page()
+    page.on('pageerror', lambda e: errors.append(str(e)))
+    page.set_default_timeout(20_000)
+    return browser, page
+
+def _pass_check(page):
+    "Consent and the comprehension check, answered right."
+    page.wait_for_selector('#agree').click()
+    for i, (q, opts, right) in enumerate(QUIZ): page.check(f'input[name=q{i}][value="{right}"]')
+    page.click('#check')
+    page.wait_for_selector('#app[data-turn="1"]', state='attached')
+
+NEEDS_CHROMIUM = pytest.mark.skipif(CHROMIUM is None, reason="the browser test needs Debian's chromium")
+
+@NEEDS_CHROMIUM
+def test_the_instructions_page(tmp_path):
+    """Issue 56, 8 and 11 in Chromium: no 'null' above the check on a first visit; the rules that end games are stated;
+    a wrong try keeps every answer given."""
     from playwright.sync_api import sync_playwright
-    d, port = tmp_path / 'session', free_port()
-    cm, proc, lines = start(d, port, 1, '--treatment', '1:buyer:boulware', '--games', '1', '--deadline', '120',
-                            '--seed', '5')
-    link, errors = links(lines)['P01'], []
+    d, port, errors = tmp_path / 'session', free_port(), []
+    cm, proc, lines = start(d, port, 1, '--treatment', '1:buyer:boulware', '--games', '1')
     try:
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-            page = browser.new_context(viewport={'width': 1000, 'height': 1200}).new_page()
-            page.on('pageerror', lambda e: errors.append(str(e)))
-            page.set_default_timeout(20_000)
-            page.goto(link)
+            browser, page = _browser(pw, errors)
+            page.goto(links(lines)['P01'])
             page.wait_for_selector('#agree').click()
             page.wait_for_selector('#quiz')
             assert 'null' not in page.inner_text('#app')
-            assert 'withdraws the standing offer' in page.inner_text('#rules')
+            rules = page.inner_text('#rules')
+            said = ('withdraws the standing offer', 'both wait', '$40 or 1,000', '$20.00')
+            assert all(x in rules for x in said), rules
             for i, a in enumerate(['no', '$20', 'no deal: surplus 0 for both']):       # the first one wrong
                 page.check(f'input[name=q{i}][value="{a}"]')
             page.click('#check')
             page.wait_for_selector('#wrong')
-            assert page.is_checked('input[name=q1][value="$20"]') and page.is_checked('input[name=q0][value="no"]')
             assert 'null' not in page.inner_text('#app')
+            assert [page.is_checked(f'input[name=q{i}][value="{a}"]')
+                    for i, a in enumerate(['no', '$20', 'no deal: surplus 0 for both'])] == [True] * 3
             page.check('input[name=q0][value="yes"]')
             page.click('#check')
-            page.wait_for_selector('#app[data-turn="1"]', state='attached')
+            page.wait_for_selector('#app[data-stage="game"]', state='attached')
+            browser.close()
+    finally: stop(cm, proc)
+    assert not errors, errors
+
+@NEEDS_CHROMIUM
+def test_the_game_page(tmp_path):
+    """Issue 56, 6, 7, 8 and 11 in Chromium, against boulware: a price that is no number is refused with a sentence and
+    what was typed stays; an accepted offer empties its inputs (its note does not go out again with the next offer) and
+    shows at once, before the other side moves; "$1,234.50" is read as a price; the history says "They offer"; Leave
+    asks first; the end is a sentence, on the game page and the payoff page."""
+    from playwright.sync_api import sync_playwright
+    d, port, errors = tmp_path / 'session', free_port(), []
+    cm, proc, lines = start(d, port, 1, '--treatment', '1:buyer:boulware', '--games', '1', '--deadline', '120',
+                            '--seed', '5')
+    try:
+        with sync_playwright() as pw:
+            browser, page = _browser(pw, errors)
+            page.goto(links(lines)['P01'])
+            _pass_check(page)
             value = page.evaluate('state.private.amount')
+            page.fill('#price', 'ten dollars')
+            page.fill('#note', 'kept')
+            page.click('#offer')                                     # refused: said, and nothing typed is lost
+            page.wait_for_function('state.errors.length > 0')
+            assert 'write a number' in page.inner_text('p.error') and '(wrong_type)' in page.inner_text('p.error')
+            assert (page.input_value('#price'), page.input_value('#note')) == ('ten dollars', 'kept')
             first = round(value * 0.5, 2)
-            page.fill('#price', f'${first:,.2f}')
+            page.fill('#price', f'{first:.2f}')
             page.fill('#note', 'first note')
             page.click('#offer')
+            page.wait_for_function('!state.your_turn')                  # taken (the frame that says so)
+            assert (page.input_value('#price'), page.input_value('#note')) == ('', '')          # taken: emptied
             page.wait_for_function('state.your_offer !== null && !state.history.some(h => h.who === "them")')
-            assert page.evaluate('state.your_offer.price') == first
-            assert page.input_value('#note') == '' and page.input_value('#price') == ''
+            assert page.evaluate('state.your_offer.price') == first                           # before they move
             page.wait_for_function('state.your_turn && state.history.some(h => h.who === "them")', timeout=60_000)
-            page.fill('#price', f'{value * 0.6:.2f}')
+            page.fill('#price', f'${value * 0.6:,.2f}')
             page.click('#offer')
             page.wait_for_function('state.history.filter(h => h.who === "you").length === 2')
             assert page.evaluate('state.history.filter(h => h.who === "you").map(h => h.text)') == ['first note', '']
             rows = page.inner_text('#history')
             assert 'They\toffer $' in rows and 'You\toffer $' in rows and 'offers' not in rows, rows
-            before = page.evaluate('[state.game_id, state.k, state.history]')
-            stop(cm, proc)                                           # the connection is lost
-            page.wait_for_selector('#offline')
-            assert 'connection' in page.inner_text('#offline') and page.query_selector_all('button')
-            assert all(b.is_disabled() for b in page.query_selector_all('button'))
-            cm, proc, lines = start(d, port, 1)
-            assert '1 replayed' in lines[0], lines
-            page.wait_for_selector('#offline', state='detached', timeout=30_000)
-            page.wait_for_function(f'state.stage === "game" && state.history.length >= {len(before[2])}')
-            after = page.evaluate('[state.game_id, state.k, state.history]')
-            assert after[:2] == before[:2] and after[2][:len(before[2])] == before[2]     # the same game, on
             page.wait_for_function('state.your_turn', timeout=60_000)
             page.click('#quit')
             page.wait_for_selector('#confirm')
@@ -233,9 +259,51 @@ def test_the_page_in_a_browser(tmp_path):
     with Store(d, create=False) as st:
         (t,) = [t for _, t in st.transcripts()]
         assert st.failures().empty
-    notes = [c.args.get('note', '') for c in calls_of(t, 'make_offer') if c.role == 'buyer']
-    assert notes[:2] == ['first note', ''] and t['outcome']['reason'] == 'quit'
+    offers = [c.args for c in calls_of(t, 'make_offer') if c.role == 'buyer']
+    assert [o.get('note', '') for o in offers] == ['first note', ''] and offers[1]['price'] == round(value * 0.6, 2)
+    assert t['outcome']['reason'] == 'quit'
     replay(t)
+
+@NEEDS_CHROMIUM
+def test_a_lost_connection_in_the_browser(tmp_path):
+    """Issue 56, 9 in Chromium: the server stops mid-game: the page says the connection is lost and no button works;
+    the same command starts it again: the page reconnects to the same game, replayed where it stopped, with its
+    history, and the participant plays no extra game."""
+    from playwright.sync_api import sync_playwright
+    d, port, errors = tmp_path / 'session', free_port(), []
+    cm, proc, lines = start(d, port, 1, '--treatment', '1:buyer:boulware', '--games', '1', '--deadline', '120',
+                            '--seed', '5')
+    try:
+        with sync_playwright() as pw:
+            browser, page = _browser(pw, errors)
+            page.goto(links(lines)['P01'])
+            _pass_check(page)
+            page.fill('#price', f"{page.evaluate('state.private.amount') * 0.5:.2f}")
+            page.click('#offer')
+            page.wait_for_function('state.your_turn && state.history.some(h => h.who === "them")', timeout=60_000)
+            before = page.evaluate('[state.game_id, state.k, state.history]')
+            stop(cm, proc)                                           # the connection is lost
+            page.wait_for_selector('#offline')
+            assert 'connection' in page.inner_text('#offline') and page.query_selector_all('button')
+            assert all(b.is_disabled() for b in page.query_selector_all('button'))
+            cm, proc, lines = start(d, port, 1)
+            assert '1 replayed' in lines[0], lines
+            page.wait_for_selector('#offline', state='detached', timeout=30_000)
+            page.wait_for_function(f'state.stage === "game" && state.history.length >= {len(before[2])}')
+            after = page.evaluate('[state.game_id, state.k, state.history]')
+            assert after[:2] == before[:2] and after[2][:len(before[2])] == before[2]     # the same game, on
+            page.wait_for_function('state.your_turn', timeout=60_000)
+            page.click('#quit')
+            page.click('#quit-yes')
+            page.wait_for_selector('#over')
+            page.click('#next')
+            page.wait_for_selector('#payoff')
+            assert page.evaluate('state.games.length') == 1
+            browser.close()
+    finally: stop(cm, proc)
+    assert not errors, errors
+    assert _lab_rows(d, 'SELECT game_id, status FROM lab_games') == [('L0000', 'done')]
+    with Store(d, create=False) as st: assert st.count() == 1 and st.failures().empty
 
 # --- WebSocket clients
 
