@@ -6,26 +6,27 @@ Docs: https://github.com/bilateral-dev/bilateral/lab.html.md"""
 
 # %% ../nbs/16_lab.ipynb #9119a048
 from __future__ import annotations
-import argparse, asyncio, csv, html, json, math, os, secrets, socket, sqlite3, sys, time
+import argparse, asyncio, csv, html, json, math, os, re, secrets, socket, sqlite3, sys, time
 from fastcore.basics import patch
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from .core import BilateralError, ConfigError, EndReason, Role, derive_seed, fmt_money
-from .protocol import ERROR_CODES, TOOLS, Limits, Rules, ToolCall, ToolError, check_call
+from .protocol import ERROR_CODES, TOOLS, Limits, Observation, Rules, ToolCall, ToolError, check_call
 from .engine import Engine
 from .agents import make_agent
 from .scenarios import DEFAULT_PRESET, sample_scenarios, value_model
 from .metrics import game_row
 from .store import Store
 from .play import _failed
+from .strategies import Scripted
 
 # %% auto #0
-__all__ = ['HUMAN', 'CONSENT', 'INSTRUCTIONS', 'LAB_SCHEMA', 'LAB_FILE', 'QUIZ', 'QUIZ_KEPT', 'MAX_FRAME', 'FRAME_BURST',
-           'FRAME_RATE', 'REFUSED', 'LOCK_FILE', 'EXPORT_COLUMNS', 'Treatment', 'parse_treatment', 'Session',
-           'session_json', 'session_from_json', 'surplus', 'payoff', 'open_lab', 'create_session', 'load_session',
-           'admin_token', 'links', 'grade', 'error_text', 'View', 'PersonSeat', 'play_live', 'close_game', 'Lab',
-           'asset', 'page', 'admin_html', 'make_app', 'hold', 'listen', 'serve', 'export_rows', 'export_csv', 'cmd_lab',
-           'add_lab']
+__all__ = ['HUMAN', 'CONSENT', 'INSTRUCTIONS', 'LAB_SCHEMA', 'LAB_FILE', 'QUIZ', 'QUIZ_KEPT', 'END_LABELS', 'AWAY_NOTICE',
+           'MAX_FRAME', 'FRAME_BURST', 'FRAME_RATE', 'REFUSED', 'LOCK_FILE', 'EXPORT_COLUMNS', 'Treatment',
+           'parse_treatment', 'Session', 'session_json', 'session_from_json', 'rules_text', 'surplus', 'payoff',
+           'open_lab', 'create_session', 'load_session', 'admin_token', 'links', 'grade', 'error_text', 'end_text',
+           'View', 'PersonSeat', 'read_number', 'play_live', 'close_game', 'Lab', 'asset', 'page', 'admin_html',
+           'make_app', 'hold', 'listen', 'serve', 'export_rows', 'export_csv', 'cmd_lab', 'add_lab']
 
 # %% ../nbs/16_lab.ipynb #65c6716e
 HUMAN = 'human'   # the opponent of a treatment whose participants the server matches with each other
@@ -76,12 +77,21 @@ class Session:
     instructions: str = INSTRUCTIONS   # the instructions before the comprehension check
     seed: int | None = None            # scenarios, roles, engines' latencies; None: fresh and secret (see below)
     leave_after: float = 30.0          # seconds a participant may be away on their turn before they count as gone
+    cap: float = 20.0                  # the most one participant is paid, fee included
+    turn_limit: float = 30.0           # seconds a participant may hold the turn; then it passes, as if they waited
+    match_wait: float = 90.0           # seconds a participant waits for a partner; then `fallback` plays them
+    fallback: str = 'boulware'         # the agent who plays a participant whose partner never came
+    stranger_wait: float = 15.0        # seconds to wait for a partner not met before; then one met before will do
 
     def __post_init__(self):
         value_model(self.preset)
         if not (self.games >= 1 and self.deadline > 0 and self.fee >= 0 and self.rate >= 0 and self.leave_after > 0):
             raise ConfigError(f'games >= 1, deadline > 0, fee >= 0, rate >= 0, leave_after > 0: {self}')
+        if not (self.cap >= self.fee and self.turn_limit > 0 and self.match_wait > 0 and self.stranger_wait >= 0):
+            raise ConfigError(f'cap >= fee, turn_limit > 0, match_wait > 0, stranger_wait >= 0: {self}')
         if not self.treatments: raise ConfigError('a session needs at least one treatment')
+        if self.fallback == HUMAN: raise ConfigError('the fallback of a missing partner is an agent, not human')
+        make_agent(self.fallback).check()
 
 # %% ../nbs/16_lab.ipynb #497c3e1f
 def session_json(s: Session) -> dict:
@@ -91,6 +101,27 @@ def session_json(s: Session) -> dict:
 def session_from_json(d: dict) -> Session:
     return Session(**{**d, 'treatments': tuple(Treatment(**t) for t in d['treatments'])})
 
+# %% ../nbs/16_lab.ipynb #a7ea77df
+def rules_text(s: Session) -> list[str]:
+    "The rules of this session's games that can end a game or cost money, one sentence each, for the instructions."
+    out = ['Making an offer replaces your previous one, and withdraws the standing offer of the other side: if you '
+           'want their offer, accept it instead.',
+           'If you both wait for the other (for example both click "Wait for their reply") without doing anything in '
+           'between, the game ends at once without a deal.',
+           f'You have {s.turn_limit:g} seconds for each move; after that your turn passes to the other side, as if '
+           'you had clicked "Wait for their reply".',
+           'Prices are numbers such as 40, 40.50, $40 or 1,000. An entry the page cannot use (no number, a price out '
+           'of range) is refused and does not count. An action that is not possible at that moment (accepting an '
+           f'offer just withdrawn) is refused too, and after {Rules().max_invalid + 1} of those the game ends '
+           'without a deal.',
+           f'If your page stays closed for {s.leave_after:g} seconds while it is your move, you leave the game '
+           '(no deal for either side).',
+           f'You are paid at most {fmt_money(round(s.cap * 100))} in all.']
+    if any(t.opponent == HUMAN for t in s.treatments):
+        out.append(f'If no other participant is free within {s.match_wait:g} seconds, a computer program plays the '
+                   'other side of your game instead.')
+    return out
+
 # %% ../nbs/16_lab.ipynb #ab077862
 def surplus(role: Role, reservation: int, price: int | None) -> int:
     "A party's surplus in cents: value - price for the buyer, price - cost for the seller, 0 without a deal."
@@ -98,8 +129,8 @@ def surplus(role: Role, reservation: int, price: int | None) -> int:
     return reservation - price if role is Role.BUYER else price - reservation
 
 def payoff(s: Session, surpluses: list) -> float:
-    "The fee plus `rate` money per dollar of surplus over the scored games; never below 0."
-    return round(max(0.0, s.fee + s.rate * sum(surpluses) / 100), 2)
+    "The fee plus `rate` money per dollar of surplus over the scored games; never below 0, never above `cap`."
+    return round(min(s.cap, max(0.0, s.fee + s.rate * sum(surpluses) / 100)), 2)
 
 # %% ../nbs/16_lab.ipynb #e1aff9bb
 LAB_SCHEMA = """
@@ -111,6 +142,9 @@ CREATE TABLE IF NOT EXISTS participants (
 CREATE TABLE IF NOT EXISTS lab_games (
     game_id TEXT PRIMARY KEY, idx INTEGER NOT NULL, buyer TEXT NOT NULL, seller TEXT NOT NULL, status TEXT NOT NULL,
     started_at REAL NOT NULL, ended_at REAL, reason TEXT, price REAL, buyer_surplus REAL, seller_surplus REAL);
+CREATE TABLE IF NOT EXISTS batches (
+    game_id TEXT NOT NULL, n INTEGER NOT NULL, role TEXT NOT NULL, calls TEXT NOT NULL, at REAL NOT NULL,
+    PRIMARY KEY (game_id, n));
 """
 LAB_FILE = 'lab.sqlite'
 
@@ -136,9 +170,9 @@ def create_session(d: Path, s: Session) -> sqlite3.Connection:
     con = open_lab(d)
     old = con.execute("SELECT value FROM meta WHERE key='session'").fetchone()
     if old:
-        was = json.loads(old[0])
+        was = session_json(session_from_json(json.loads(old[0])))   # a setting added since: its default
         s = replace(s, seed=was['seed']) if s.seed is None else s    # the same command again: its own secret seed
-        if was != json.loads(json.dumps(session_json(s))):
+        if json.loads(json.dumps(was)) != json.loads(json.dumps(session_json(s))):
             raise ConfigError(f'{d} holds another session; run `bilateral lab run {d}` alone to resume it, '
                               'or use a new directory')
         return con
@@ -207,6 +241,26 @@ def _event(who: str, a: dict) -> dict:
     return {'who': who, 't': a.get('t'), 'action': a['action'], 'price': a.get('price'),
             'offer_id': a.get('offer_id'), 'text': a.get('text', '')}
 
+# %% ../nbs/16_lab.ipynb #15ecf0a5
+END_LABELS = {'deal': 'deal', 'quit': 'someone left', 'deadline': 'time ran out', 'both_idle': 'both waited',
+              'event_cap': 'too many actions', 'invalid_calls': 'too many refused actions',
+              'agent_error': 'not played (technical problem)', 'agent_limit': 'the program stopped',
+              'context_overflow': 'the program stopped', 'content_filter': 'the program stopped'}
+
+def end_text(o: dict, role: str, left: bool = False) -> str:
+    "Why a game ended, as a sentence for the participant in `role` (`left`: the other side's page closed for good)."
+    why, mine = o.get('reason'), o.get('by') == role
+    if why == 'deal': return f"Deal at {fmt_money(round(o['price'] * 100))}."
+    if why == 'quit' and left and not mine: return "The other side's page closed and did not come back: no deal."
+    return {'quit': 'You left the negotiation: no deal.' if mine else 'The other side left the negotiation: no deal.',
+            'deadline': 'Time ran out before anyone accepted: no deal.',
+            'both_idle': 'You both waited for the other at the same time, so the game ended: no deal.',
+            'event_cap': 'The game reached its limit on the number of actions: no deal.',
+            'invalid_calls': ('Too many of your actions were refused, so the game ended: no deal.' if mine else
+                              "Too many of the other side's actions were refused, so the game ended: no deal."),
+            'agent_error': 'The game could not be played (a technical problem); it does not count.',
+            }.get(why, f"The other side's program stopped ({END_LABELS.get(why, why)}): no deal.")
+
 # %% ../nbs/16_lab.ipynb #a0a686db
 class View:
     "A participant's view of one game, built from what their seat observes and nothing else."
@@ -218,24 +272,58 @@ class View:
                   'private': {'label': 'your value' if b.role is Role.BUYER else 'your cost',
                               'amount': b.reservation / 100},
                   'deadline': b.rules.deadline, 'now': 0.0, 'time_left': b.rules.deadline, 'your_offer': None,
-                  'their_offer': None, 'history': [], 'errors': [], 'your_turn': False, 'over': None}
+                  'their_offer': None, 'history': [], 'errors': [], 'your_turn': False, 'over': None,
+                  'notices': [], 'refused': 0, 'max_refused': b.rules.max_invalid, 'turn_until': None,
+                  'their_turn_until': None, 'partner_away': None, 'done_seq': None}
+        self.shown = set()     # ids of the calls whose results are in the view already
+        self.second = b.first_mover is not b.role      # the other side moves first
 
+@patch
+def note(self: View, code: str, text: str):
+    "Announce a rule that acted (a stable `code` for a program, `text` for a person), at the game's time."
+    self.d['notices'].append({'t': self.d['now'], 'code': code, 'text': text})
+
+# %% ../nbs/16_lab.ipynb #ec960157
+@patch
+def _result(self: View, r, call, t: float):
+    "One landed result of this participant's own call: into the history, their offer, or the refused ones."
+    d, c = self.d, r.content
+    if c.get('ok') is False:
+        d['refused'] += 1
+        left = d['max_refused'] + 1 - d['refused']
+        d['errors'].append({'tool': r.name, 'code': c.get('error'),
+                            'text': f'{error_text(c)} ({max(left, 0)} more refused action(s) end the game)'})
+    elif call is not None and r.name in _MINE:
+        a = {'action': _MINE[r.name], 't': t, 'price': c.get('price'), 'offer_id': c.get('offer_id')}
+        d['history'].append(_event('you', {**a, 'text': call.arguments.get(_TEXT.get(r.name), '')}))
+        if r.name == 'make_offer': d['your_offer'] = {'offer_id': c['offer_id'], 'price': c['price']}
+        if r.name == 'make_offer' and c.get('rejected') and (gone := d['their_offer']):
+            d['their_offer'] = None
+            self.note('offer_withdrawn', f"Your offer withdrew theirs of {fmt_money(round(gone['price'] * 100))}: "
+                      'it no longer stands.')
+
+# %% ../nbs/16_lab.ipynb #1c6ed44e
 @patch
 def observe(self: View, obs, sent: dict, at: float | None = None):
     "Take in an observation: the results of the calls `sent` at `at` (by call id) and the newest state report."
     d = self.d
     d['errors'] = []
     for r in obs.results:
-        c, call = r.content or {}, sent.get(r.call_id)
-        if c.get('ok') is False: d['errors'].append({'tool': r.name, 'text': error_text(c)})
-        elif call is not None and r.name in _MINE:
-            t = d['now'] if at is None else round(at, 2)
-            a = {'action': _MINE[r.name], 't': t, 'price': c.get('price'), 'offer_id': c.get('offer_id')}
-            d['history'].append(_event('you', {**a, 'text': call.arguments.get(_TEXT.get(r.name), '')}))
-    if (st := obs.latest):
-        d['history'] += [_event('them', a) for a in st.get('opponent_actions', [])]
-        d.update(now=st['now'], time_left=st['time_left'], your_offer=st.get('your_offer'),
-                 their_offer=st.get('their_offer'))
+        if r.content is None or r.call_id in self.shown: continue     # a wait still open; a result shown already
+        self.shown.add(r.call_id)
+        self._result(r, sent.get(r.call_id), d['now'] if at is None else round(at, 2))
+    if not (st := obs.latest): return
+    mine, theirs = d['your_offer'], st.get('opponent_actions', [])
+    d['history'] += [_event('them', a) for a in theirs]
+    d.update(now=st['now'], time_left=st['time_left'], your_offer=st.get('your_offer'),
+             their_offer=st.get('their_offer'))
+    if mine and not d['your_offer'] and any(a['action'] == 'offer' for a in theirs) and 'game_over' not in st:
+        self.note('offer_withdrawn', f"Their new offer withdrew yours of {fmt_money(round(mine['price'] * 100))}: "
+                  'it no longer stands.')
+    first = st.get('woke_by') == 'start' and self.second and not theirs     # the first mover let their turn pass
+    if st.get('woke_by') == 'opponent_passed' or first:
+        self.note('they_waited', 'They waited without doing anything. If you wait now too, the game ends without '
+                  'a deal.')
 
 # %% ../nbs/16_lab.ipynb #799d759c
 class PersonSeat:
@@ -261,33 +349,70 @@ class PersonSeat:
 
     def push(self): self.lab.show(self.code, self.snapshot())
 
+# %% ../nbs/16_lab.ipynb #b16f69dc
+@patch
+def landed(self: PersonSeat, results: list):
+    "Show the results of the batch just submitted at once (the offer, its withdrawal of theirs, an error)."
+    self.view.observe(Observation([r for r in results if r.content is not None]), self.sent, self.sent_at)
+    self.push()
+
+@patch
+def their_turn(self: PersonSeat, until: float | None):
+    "The other side holds the turn until the game's second `until` (None: not they); their page is told."
+    until = None if until is None else round(until, 2)
+    if self.view.d['their_turn_until'] != until:
+        self.view.d['their_turn_until'] = until
+        self.push()
+
+@patch
+def _pass(self: PersonSeat, now: float, why: str, code: str, text: str) -> tuple[list, float]:
+    "End the person's turn for them (a pass, or a quit when they left): announced on their page."
+    self.view.note(code, text)
+    self.sent, self.sent_at = {}, now
+    self.view.d.update(your_turn=False, turn_until=None)
+    self.push()
+    tool = 'quit_negotiation' if why == 'left' else 'wait_for_response'
+    return [ToolCall(tool, {}, f'lab:{why}')], now
+
+# %% ../nbs/16_lab.ipynb #4f92b86c
+_NUMBER = re.compile(r'\$?\s*((?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?|\.\d+)')
+_NUMBERS = {'make_offer': 'price', 'wait': 'seconds'}     # the argument of each tool that a person types as a number
+
+def read_number(x):
+    "A number as a person types it: 40, '40', '$40.50', '1,000'; else `ToolError` (`wrong_type`) saying what to write."
+    if isinstance(x, (int, float)) and not isinstance(x, bool): return x
+    if isinstance(x, str) and (m := _NUMBER.fullmatch(x.strip())): return float(m.group(1).replace(',', ''))
+    shown = repr(x[:40]) if isinstance(x, str) else type(x).__name__
+    raise ToolError('wrong_type', f'{shown} is not a number: write a number such as 40, 40.50, $40 or 1,000')
+
 # %% ../nbs/16_lab.ipynb #4f1f6f0f
 @patch
-def _calls(self: PersonSeat, msg: dict) -> list[ToolCall] | None:
-    "The calls one browser action stands for: the tool, then a wait for the reply where asked and the call is valid."
+def _calls(self: PersonSeat, msg: dict) -> list[ToolCall]:
+    "The calls one browser action stands for (the tool, then a wait where asked), or `ToolError`: nothing was done."
     tool, args = msg.get('tool'), msg.get('args') or {}
-    if not isinstance(tool, str) or tool not in TOOLS or not isinstance(args, dict): return None
+    if not isinstance(tool, str) or tool not in TOOLS: raise ToolError('unknown_tool', 'nothing was done')
+    if not isinstance(args, dict): raise ToolError('arguments_not_object', 'nothing was done')
+    if (k := _NUMBERS.get(tool)) in args: args = {**args, k: read_number(args[k])}
+    check_call(tool, args, self.limits)                  # what the engine would refuse for its form is refused here
     self.n += 1
     calls = [ToolCall(tool, args, f'h{self.n}')]
     if msg.get('then_wait') and not TOOLS[tool].ends_turn:
-        try: check_call(tool, args, self.limits)
-        except ToolError: return calls
         self.n += 1
         calls.append(ToolCall('wait_for_response', {}, f'h{self.n}'))
     return calls
 
-def _refused(msg: dict) -> dict:
-    "The error a page is shown for an action no tool stands for: an unknown tool, or arguments that are no object."
-    known = isinstance(msg.get('tool'), str) and msg['tool'] in TOOLS
-    code = 'arguments_not_object' if known else 'unknown_tool'
-    return {'tool': msg['tool'] if known else None, 'text': error_text({'error': code, 'message': 'nothing was done'})}
+def _refused(msg: dict, e: ToolError) -> dict:
+    "The error a page is shown for an action refused before the engine: the tool, the stable code, a sentence."
+    tool = msg.get('tool') if isinstance(msg.get('tool'), str) and msg['tool'] in TOOLS else None
+    return {'tool': tool, 'code': e.code, 'text': error_text(e.result())}
 
 # %% ../nbs/16_lab.ipynb #600680a8
 @patch
 async def decide(self: PersonSeat, obs, clock, deadline: float) -> tuple[list, float]:
-    "(calls, when): the person's next batch and the wall-clock second it came; a leave or the deadline decides too."
+    "(calls, when): the person's batch and the second it came; or a leave, the turn limit or the deadline's."
+    s, start = self.lab.session, clock()
     self.view.observe(obs, self.sent, self.sent_at)
-    self.view.d['your_turn'] = True
+    self.view.d.update(your_turn=True, turn_until=round(start + s.turn_limit, 2))
     while not self.actions.empty(): self.actions.get_nowait()     # nothing clicked before this turn counts
     self.push()
     while True:
@@ -295,16 +420,20 @@ async def decide(self: PersonSeat, obs, clock, deadline: float) -> tuple[list, f
         except asyncio.TimeoutError: msg = None
         now = clock()
         if now >= deadline: return [ToolCall('wait_for_response', {}, 'lab:deadline')], math.inf
-        if msg is None:
-            if self.lab.away(self.code) >= self.lab.session.leave_after:
-                return [ToolCall('quit_negotiation', {}, 'lab:left')], now
-            continue
-        if (calls := self._calls(msg)) is None:                 # refused: still their turn
-            self.view.d['errors'] = [_refused(msg)]
+        if msg is None and self.lab.away(self.code) >= s.leave_after:
+            self.lab.left[self.game_id] = self.code
+            return self._pass(now, 'left', 'you_left', 'Your page was closed too long on your move: you left.')
+        if msg is None and now - start >= s.turn_limit:
+            return self._pass(now, 'timeout', 'turn_passed', f'You did not move for {s.turn_limit:g} seconds, so '
+                              'your turn passed to the other side.')
+        if msg is None: continue
+        try: calls = self._calls(msg)
+        except ToolError as e:                                    # refused: still their turn, nothing counted
+            self.view.d['errors'] = [_refused(msg, e)]
             self.push()
             continue
         self.sent, self.sent_at = {c.id: c for c in calls}, now
-        self.view.d.update(your_turn=False, errors=[])
+        self.view.d.update(your_turn=False, turn_until=None, errors=[], done_seq=msg.get('seq'))
         self.push()
         return calls, now
 
@@ -319,38 +448,62 @@ async def finish(self: PersonSeat, obs):
     price = None if o.get('price') is None else round(o['price'] * 100)
     s = surplus(self.brief.role, self.brief.reservation, price if o.get('deal') else None)
     reason = EndReason(o.get('reason', 'agent_error'))
-    self.view.d.update(your_turn=False, over={**o, 'surplus': s / 100, 'scored': reason.scored})
+    left = self.lab.left.get(self.game_id) not in (None, self.code)
+    self.view.d.update(your_turn=False, turn_until=None, their_turn_until=None,
+                       over={**o, 'surplus': s / 100, 'scored': reason.scored,
+                             'text': end_text({**o, 'reason': reason.value}, self.brief.role.value, left)})
     return s
 
-# %% ../nbs/16_lab.ipynb #b09d9a87
-async def play_live(lab, game_id: str, k: dict, scenario, seats: dict, seed: int):
+# %% ../nbs/16_lab.ipynb #2367d583
+async def play_live(lab, game_id: str, k: dict, scenario, seats: dict, seed: int, batches: list = ()):
     "Play one game at wall-clock pace: each turn, and the end, come when the wall clock reaches the engine's time."
-    s = lab.session
-    eng, failure = Engine(scenario, Rules(deadline=s.deadline), seed), {}
+    s, failure, t0 = lab.session, {}, time.monotonic()
+    eng, clock = Engine(scenario, Rules(deadline=s.deadline), seed), lambda: time.monotonic() - t0
     agents = {r: (PersonSeat(lab, x[6:], game_id, k[r]) if x.startswith('human:') else make_agent(x))
               for r, x in seats.items()}
-    for r, a in agents.items():
-        if isinstance(a, PersonSeat): lab.seats[a.code] = a
-    t0 = time.monotonic()
-    clock = lambda: time.monotonic() - t0
-    for a in agents.values():
-        if isinstance(a, PersonSeat): a.clock = clock
+    people = [a for a in agents.values() if isinstance(a, PersonSeat)]
+    for a in people: lab.seats[a.code], a.clock = a, clock
     for r, a in agents.items():
         try: await a.start(eng.brief(r))
         except Exception as e: _failed(eng, r, e, failure)
+    if batches and not failure: t0 -= await _replayed(eng, agents, batches, failure)     # on where it stopped
     while (role := eng.next_turn()) is not None:
         if (ahead := eng.now - clock()) > 0: await asyncio.sleep(ahead)
         a = agents[role]
         try:
-            if isinstance(a, PersonSeat): calls, at = await a.decide(eng.take(role), clock, s.deadline)
+            if isinstance(a, PersonSeat):
+                for o in people: o.their_turn(None if o is a else clock() + s.turn_limit)
+                calls, at = await a.decide(eng.take(role), clock, s.deadline)
             else: calls, at = await a.act(eng.take(role)), clock()
         except Exception as e:
             _failed(eng, role, e, failure)
             break
         if eng.done: break
         eng.submit(role, calls, at=at)
+        lab.keep(game_id, role, calls, at)
+        if isinstance(a, PersonSeat): a.landed(eng.parties[role].batch)
     if eng.outcome and (ahead := eng.outcome.t - clock()) > 0 and not failure: await asyncio.sleep(ahead)
     return eng, agents, failure
+
+# %% ../nbs/16_lab.ipynb #b09d9a87
+async def _replayed(eng, agents: dict, batches: list, failure: dict | None = None) -> float:
+    "Re-run the kept `batches` (role, calls, at) of a game cut off by a restart; the wall-clock second it had reached."
+    at = 0.0
+    for role, calls, at in batches:
+        try:
+            if eng.next_turn() is not role: raise BilateralError(f'{role} did not hold the turn in the kept game')
+            a = agents[role]
+            if isinstance(a, PersonSeat):
+                a.view.observe(eng.take(role), a.sent, a.sent_at)
+                a.sent, a.sent_at = {c.id: c for c in calls}, at
+                a.n = max([a.n] + [int(c.id[1:]) for c in calls if c.id[:1] == 'h' and c.id[1:].isdigit()])
+            else: await a.act(eng.take(role))          # a strategy's own state, rebuilt; its calls are the kept ones
+            eng.submit(role, calls, at=at)
+        except Exception as e:                         # it cannot be replayed: not played (unscored), as a crash
+            _failed(eng, role, e, {} if failure is None else failure)
+            return at
+        if isinstance(a, PersonSeat): a.landed(eng.parties[role].batch)
+    return max(at, eng.now) if batches else 0.0
 
 # %% ../nbs/16_lab.ipynb #aa85fc81
 async def close_game(eng, agents, failure):
@@ -384,6 +537,9 @@ class Lab:
         self.session, self.store = load_session(self.con), Store(self.dir)
         self.seats, self.socks, self.gone, self.last, self.queue, self.tasks = {}, {}, {}, {}, [], set()
         self.bucket = {}     # code -> (frames they may still send, when that was counted)
+        self.queued = {}     # code -> when they joined the queue for a partner
+        self.left = {}       # game id -> the code of the participant who left it (their page closed too long)
+        self.restoring = {}  # game id -> (index, seats) of a game cut off by a restart that will be replayed
 
     def close(self):
         self.store.close()
@@ -392,29 +548,66 @@ class Lab:
 # %% ../nbs/16_lab.ipynb #0180cf6b
 @patch
 def _done(self: Lab, gid: str, t: dict):
-    "Mark a stored game done in the lab's file, with its end and both surpluses."
+    "Mark a stored game done in the lab's file, with its end and both surpluses; its kept batches go."
     b, s = _gains(t)
     o = t['outcome']
     self.con.execute("UPDATE lab_games SET status='done', ended_at=?, reason=?, price=?, buyer_surplus=?, "
                      'seller_surplus=? WHERE game_id=?', (time.time(), o['reason'], o.get('price'), b, s, gid))
+    self.con.execute('DELETE FROM batches WHERE game_id=?', (gid,))
 
 @patch
-def resume(self: Lab) -> dict:
-    "After a restart: a game the store holds is done; one it lacks was cut off: recorded as unplayed, never scored."
-    out = {'done': 0, 'interrupted': 0}
-    stored = self.store.done_ids()
+def keep(self: Lab, gid: str, role: Role, calls: list, at: float):
+    "Keep one submitted batch of a game in play: what a restart replays."
+    rows = json.dumps([[c.name, c.arguments, c.id] for c in calls], default=repr)
+    self.con.execute('INSERT INTO batches VALUES (?, (SELECT COUNT(*) FROM batches WHERE game_id=?), ?, ?, ?)',
+                     (gid, gid, role.value, rows, at))
+
+@patch
+def kept(self: Lab, gid: str) -> list[tuple]:
+    "The kept batches of game `gid`, in order: (role, calls, at)."
+    q = 'SELECT role, calls, at FROM batches WHERE game_id=? ORDER BY n'
+    return [(Role(r), [ToolCall(*c) for c in json.loads(calls)], at) for r, calls, at in self.con.execute(q, (gid,))]
+
+def _replayable(x: str) -> bool:
+    "Can a seat be rebuilt by replaying its game: a person, or a scripted strategy (fixed by what it observes)?"
+    if x.startswith('human:'): return True
+    try: return isinstance(make_agent(x), Scripted)
+    except Exception: return False
+
+# %% ../nbs/16_lab.ipynb #2721092a
+@patch
+def resume(self: Lab, replay: bool = True) -> dict:
+    """After a restart: a game the store holds is done; one it lacks is replayed where it stopped when its seats can be
+    rebuilt (`replay`), else it was cut off: recorded as unplayed, never scored."""
+    out, stored = {'done': 0, 'restored': 0, 'interrupted': 0}, self.store.done_ids()
     for gid, idx, b, s in self.con.execute("SELECT game_id, idx, buyer, seller FROM lab_games WHERE status='running'"
                                            ).fetchall():
         if gid in stored:
             self._done(gid, next(self.store.transcripts('game_id=?', (gid,)))[1])
             out['done'] += 1
-            continue
-        why = {'role': None, 'cause': 'server_restart', 'fatal': False,
-               'message': 'the lab server stopped while the game was in play; the participants play another game'}
-        self.store.add_failure(gid, b, s, idx, why)
-        self.con.execute("UPDATE lab_games SET status='interrupted', reason='server_restart' WHERE game_id=?", (gid,))
-        out['interrupted'] += 1
+        elif replay and _replayable(b) and _replayable(s):
+            self.restoring[gid] = (idx, {Role.BUYER: b, Role.SELLER: s})
+            for x in (b, s):
+                if x.startswith('human:'): self.gone[x[6:]] = time.monotonic()   # away until their page is back
+            out['restored'] += 1
+        else:
+            why = {'role': None, 'cause': 'server_restart', 'fatal': False,
+                   'message': 'the lab server stopped while the game was in play; the participants play another game'}
+            self.store.add_failure(gid, b, s, idx, why)
+            self.con.execute("UPDATE lab_games SET status='interrupted', reason='server_restart' WHERE game_id=?",
+                             (gid,))
+            self.con.execute('DELETE FROM batches WHERE game_id=?', (gid,))
+            out['interrupted'] += 1
     return out
+
+# %% ../nbs/16_lab.ipynb #18265ccb
+@patch
+def restore(self: Lab, code: str | None = None):
+    "Start again the games cut off by a restart that are replayed (those of `code`, or all), in the server's loop."
+    for gid, (idx, seats) in list(self.restoring.items()):
+        if code is None or f'human:{code}' in seats.values():
+            del self.restoring[gid]
+            self._launch(gid, idx, seats, self.kept(gid))
 
 # %% ../nbs/16_lab.ipynb #2b81e683
 @patch
@@ -449,11 +642,12 @@ def games_of(self: Lab, code: str) -> list[dict]:
 # %% ../nbs/16_lab.ipynb #50e9aef4
 @patch
 def payoff_page(self: Lab, code: str) -> dict:
-    "The payoff page: each scored game's surplus, the fee, the rate, and the payoff."
+    "The payoff page: each scored game's surplus and how it ended, the fee, the rate, the cap, and the payoff."
     s, games = self.session, [g for g in self.games_of(code) if g['scored']]
-    return {'stage': 'payoff', 'fee': s.fee, 'rate': s.rate, 'payoff': payoff(s, [g['surplus'] for g in games]),
-            'games': [{'k': i + 1, 'role': g['role'], 'reason': g['reason'], 'price': g['price'],
-                       'surplus': g['surplus'] / 100} for i, g in enumerate(games)]}
+    return {'stage': 'payoff', 'fee': s.fee, 'rate': s.rate, 'cap': s.cap,
+            'payoff': payoff(s, [g['surplus'] for g in games]),
+            'games': [{'k': i + 1, 'role': g['role'], 'reason': g['reason'], 'end': END_LABELS.get(g['reason']),
+                       'price': g['price'], 'surplus': g['surplus'] / 100} for i, g in enumerate(games)]}
 
 # %% ../nbs/16_lab.ipynb #d8018a53
 @patch
@@ -464,9 +658,12 @@ def state(self: Lab, code: str) -> dict:
     if st == 'consent': return {'stage': 'consent', 'text': s.consent}
     if st == 'declined': return {'stage': 'declined'}
     if st == 'instructions':
-        wrong = grade(json.loads(p['answers'])[-1]['answers']) if json.loads(p['answers']) else []
-        return {'stage': 'instructions', 'text': s.instructions, 'deadline': s.deadline, 'games': s.games,
-                'fee': s.fee, 'rate': s.rate, 'quiz': [{'q': q, 'options': o} for q, o, _ in QUIZ], 'wrong': wrong}
+        tries = json.loads(p['answers'])
+        last = tries[-1]['answers'] if tries else [None] * len(QUIZ)      # a wrong try: kept on the page
+        return {'stage': 'instructions', 'text': s.instructions, 'rules': rules_text(s), 'deadline': s.deadline,
+                'games': s.games, 'fee': s.fee, 'rate': s.rate, 'cap': s.cap,
+                'quiz': [{'q': q, 'options': o} for q, o, _ in QUIZ], 'wrong': grade(last) if tries else [],
+                'answers': last}
     if st == 'done': return self.payoff_page(code)
     if (seat := self.seats.get(code)) and seat.view: return seat.snapshot()
     return self.last.get(code) or {'stage': 'waiting'}
@@ -487,23 +684,55 @@ def away(self: Lab, code: str) -> float:
     if self.socks.get(code) or code not in self.gone: return 0.0
     return time.monotonic() - self.gone[code]
 
+# %% ../nbs/16_lab.ipynb #8e8b0f36
+AWAY_NOTICE = 2.0    # seconds a page may be closed (a reload) before the partner is told
+
+@patch
+def later(self: Lab, delay: float, fn):
+    "Call `fn` after `delay` seconds in the server's loop (nothing when no loop runs: a notebook's direct calls)."
+    try: asyncio.get_running_loop().call_later(delay, fn)
+    except RuntimeError: pass
+
+@patch
+def _partner(self: Lab, code: str) -> PersonSeat | None:
+    "The seat of the participant `code` plays against in their game in play, if that is a participant."
+    mine = self.seats.get(code)
+    return next((x for c, x in self.seats.items() if mine and c != code and x.game_id == mine.game_id and x.view
+                 and not x.view.d['over']), None)
+
+@patch
+def _away_notice(self: Lab, code: str):
+    "Tell `code`'s partner that `code`'s page is closed (if it still is)."
+    if self.socks.get(code) or not (o := self._partner(code)) or o.view.d['partner_away'] is not None: return
+    o.view.d['partner_away'] = round(o.clock(), 2)
+    o.view.note('partner_away', f"The other side's page has closed. If it stays closed for {self.session.leave_after:g}"
+                ' seconds on their move, they leave the game and it ends without a deal.')
+    o.push()
+
 # %% ../nbs/16_lab.ipynb #1a3f200d
 @patch
 def connect(self: Lab, code: str, ws):
     self.socks.setdefault(code, set()).add(ws)
     self.gone.pop(code, None)
+    self.restore(code)
     p = self.participant(code)
     if p['stage'] == 'play' and code not in self.last:
         self.next_game(code)
     self.show(code, self.state(code))
+    if (o := self._partner(code)) and o.view.d['partner_away'] is not None:
+        o.view.d['partner_away'] = None
+        o.view.note('partner_back', "The other side's page is open again.")
+        o.push()
 
 @patch
 def disconnect(self: Lab, code: str, ws):
     self.socks.get(code, set()).discard(ws)
     if not self.socks.get(code):
         self.gone[code] = time.monotonic()
+        self.later(AWAY_NOTICE, lambda: self._away_notice(code))
         if code in self.queue:
             self.queue.remove(code)
+            self.queued.pop(code, None)
             self.last.pop(code, None)
 
 # %% ../nbs/16_lab.ipynb #90bbf27d
@@ -552,9 +781,10 @@ def receive(self: Lab, code: str, text: str) -> dict | None:
 
 # %% ../nbs/16_lab.ipynb #fb510a8d
 @patch
-async def run_game(self: Lab, gid: str, idx: int, k: dict, scenario, seats: dict):
-    "Play one game live, then store it (or, if it could not be played, record why) before anyone sees the end."
-    eng, agents, failure = await play_live(self, gid, k, scenario, seats, derive_seed(self.session.seed, 'game', idx))
+async def run_game(self: Lab, gid: str, idx: int, k: dict, scenario, seats: dict, batches: list = ()):
+    "Play one game live (from its kept `batches` after a restart), then store it, or record why it could not be played."
+    seed = derive_seed(self.session.seed, 'game', idx)
+    eng, agents, failure = await play_live(self, gid, k, scenario, seats, seed, batches)
     r, gains = await close_game(eng, agents, failure)
     b, s = seats[Role.BUYER], seats[Role.SELLER]
     if r.outcome.reason.scored: self.store.add(gid, b, s, idx, game_row(r), r.transcript, r.messages)
@@ -575,15 +805,53 @@ def _next_idx(self: Lab) -> int:
 @patch
 def start_game(self: Lab, seats: dict):
     "Start one game between `seats` (role -> 'human:CODE' or an agent spec) as a task of the server's loop."
-    s, idx = self.session, self._next_idx()
+    idx = self._next_idx()
     gid = f'L{idx:04d}'
-    k = {r: len(self.games_of(x[6:])) + 1 for r, x in seats.items() if x.startswith('human:')}
     self.con.execute("INSERT INTO lab_games(game_id, idx, buyer, seller, status, started_at) VALUES (?,?,?,?,?,?)",
                      (gid, idx, seats[Role.BUYER], seats[Role.SELLER], 'running', time.time()))
+    self._launch(gid, idx, seats)
+
+@patch
+def _launch(self: Lab, gid: str, idx: int, seats: dict, batches: list = ()):
+    "The task of game `gid`: each participant's game number counts their scored games (a game cut off is not one)."
+    s = self.session
+    k = {r: 1 + sum(g['scored'] for g in self.games_of(x[6:])) for r, x in seats.items() if x.startswith('human:')}
     sc = sample_scenarios(idx + 1, s.preset, s.seed)[idx]
-    task = asyncio.ensure_future(self.run_game(gid, idx, k, sc, seats))
+    task = asyncio.ensure_future(self.run_game(gid, idx, k, sc, seats, batches))
     self.tasks.add(task)
     task.add_done_callback(self.tasks.discard)
+
+# %% ../nbs/16_lab.ipynb #df4df8c9
+@patch
+def met(self: Lab, a: str, b: str) -> int:
+    "How many games participants `a` and `b` have played together."
+    q = 'SELECT COUNT(*) FROM lab_games WHERE (buyer=? AND seller=?) OR (buyer=? AND seller=?)'
+    return self.con.execute(q, (f'human:{a}', f'human:{b}', f'human:{b}', f'human:{a}')).fetchone()[0]
+
+@patch
+def _pair(self: Lab, a: str) -> str | None:
+    "`a`'s partner among the queued: one not met yet; else the one met least after `stranger_wait` or if none can come."
+    t = self.participant(a)['treatment']
+    mates = [b for b in self.queue if b != a and self.participant(b)['treatment'] == t]
+    if not mates: return None
+    b = min(mates, key=lambda b: self.met(a, b))          # the first to arrive among those met least
+    if self.met(a, b) == 0 or time.monotonic() - self.queued[a] >= self.session.stranger_wait: return b
+    q = "SELECT code FROM participants WHERE treatment=? AND code!=? AND stage IN ('consent', 'instructions', 'play')"
+    return None if any(self.met(a, c) == 0 for (c,) in self.con.execute(q, (t, a)).fetchall()) else b
+
+# %% ../nbs/16_lab.ipynb #5ba5a6ed
+@patch
+def match(self: Lab):
+    "Match the queue in order of arrival: each with the partner `_pair` names, or after `match_wait` the fallback."
+    s = self.session
+    for a in list(self.queue):
+        if a not in self.queue: continue
+        b = self._pair(a)
+        if b is None and time.monotonic() - self.queued[a] < s.match_wait: continue
+        for c in (a, b):
+            if c: self.queue.remove(c), self.queued.pop(c, None)
+        first = Role(('buyer', 'seller')[derive_seed(s.seed, 'pair', self._next_idx()) % 2])
+        self.start_game({first: f'human:{a}', first.other: f'human:{b}' if b else s.fallback})
 
 # %% ../nbs/16_lab.ipynb #9302d6f2
 @patch
@@ -599,14 +867,12 @@ def next_game(self: Lab, code: str):
     if p['opponent'] != HUMAN:
         return self.start_game({Role(p['role']): f'human:{code}', Role(p['role']).other: p['opponent']})
     self.queue.append(code)
-    self.show(code, {'stage': 'waiting', 'why': 'we are matching you with another participant'})
-    mine = [c for c in self.queue if self.participant(c)['treatment'] == p['treatment']]
-    if len(mine) >= 2:
-        a, b = mine[:2]
-        for c in (a, b): self.queue.remove(c)
-        idx = self._next_idx()
-        first = ('buyer', 'seller')[derive_seed(s.seed, 'pair', idx) % 2]
-        self.start_game({Role(first): f'human:{a}', Role(first).other: f'human:{b}'})
+    self.queued[code] = time.monotonic()
+    self.show(code, {'stage': 'waiting', 'until': s.match_wait,
+                     'why': f'We are matching you with another participant. If nobody is free within '
+                            f'{s.match_wait:g} seconds, a computer program plays the other side of your game.'})
+    for wait in (s.stranger_wait, s.match_wait): self.later(wait + 0.05, self.match)
+    self.match()
 
 # %% ../nbs/16_lab.ipynb #4cb1ee63
 def asset(name: str) -> str:
@@ -702,8 +968,9 @@ def serve(d: str | Path, session: Session | None = None, host: str = '127.0.0.1'
         lab = Lab(d, session)
         held.callback(lab.close)
         base, r = f'http://{host}:{port}', lab.resume()
-        if r['done'] or r['interrupted']:
-            out(f"resumed: {r['done']} game(s) found stored, {r['interrupted']} cut off by the restart (not scored)")
+        if any(r.values()):
+            out(f"resumed: {r['done']} game(s) found stored, {r['restored']} replayed to go on where they stopped, "
+                f"{r['interrupted']} cut off by the restart (not scored)")
         out(f'admin: {base}/admin?token={admin_token(lab.con)}')
         for code, link in links(lab.con, base): out(f'{code}: {link}')
         config = uvicorn.Config(make_app(lab, base), log_level='warning', ws='auto', ws_max_size=MAX_FRAME,
@@ -769,7 +1036,8 @@ def _session(a) -> Session | None:
     if not a.treatment: return None
     read = lambda p, default: Path(p).read_text() if p else default
     return Session(tuple(parse_treatment(t) for t in a.treatment), a.preset, a.games, a.deadline, a.fee, a.rate,
-                   read(a.consent, CONSENT), read(a.instructions, INSTRUCTIONS), a.seed, a.leave_after)
+                   read(a.consent, CONSENT), read(a.instructions, INSTRUCTIONS), a.seed, a.leave_after, a.cap,
+                   a.turn_limit, a.match_wait, a.fallback, a.stranger_wait)
 
 def cmd_lab(a) -> str:
     "`bilateral lab run|export`."
@@ -778,6 +1046,30 @@ def cmd_lab(a) -> str:
     if a.action == 'export': return f'wrote {export_csv(a.dir, a.out)}'
     serve(a.dir, _session(a), a.host, a.port, out=lambda x: print(x, flush=True))
     return ''
+
+# %% ../nbs/16_lab.ipynb #95a4b4e5
+def _session_options(r):
+    "The options of `lab run` that define a session, beside its treatments."
+    r.add_argument('--preset', default=DEFAULT_PRESET)
+    r.add_argument('--games', type=int, default=Session.games, help='scored games per participant')
+    r.add_argument('--deadline', type=float, default=Session.deadline, help='seconds per game (wall clock)')
+    r.add_argument('--fee', type=float, default=Session.fee, help='show-up fee')
+    r.add_argument('--rate', type=float, default=Session.rate, help='money per dollar of surplus')
+    r.add_argument('--cap', type=float, default=Session.cap, help='the most a participant is paid, fee included')
+    r.add_argument('--consent', default=None, help='a text file with the consent text')
+    r.add_argument('--instructions', default=None, help='a text file with the instructions')
+    r.add_argument('--seed', type=int, default=None,
+                   help='the scenarios\' seed (default: fresh and secret; whoever knows it can compute private values)')
+    r.add_argument('--leave-after', type=float, default=Session.leave_after,
+                   help='seconds away on their turn after which a participant has left (their quit)')
+    r.add_argument('--turn-limit', type=float, default=Session.turn_limit,
+                   help='seconds a participant may hold the turn; then it passes to the other side')
+    r.add_argument('--match-wait', type=float, default=Session.match_wait,
+                   help='seconds a participant waits for a partner before the fallback agent plays them')
+    r.add_argument('--fallback', default=Session.fallback,
+                   help='the agent who plays a participant whose partner never came')
+    r.add_argument('--stranger-wait', type=float, default=Session.stranger_wait,
+                   help='seconds to wait for a partner not met before, then one met before will do')
 
 # %% ../nbs/16_lab.ipynb #527830a4
 def add_lab(sub, parser_class=argparse.ArgumentParser):
@@ -788,17 +1080,7 @@ def add_lab(sub, parser_class=argparse.ArgumentParser):
     r.add_argument('dir', help='the session directory: games.sqlite, lab.sqlite')
     r.add_argument('--treatment', action='append', default=[], metavar='N:ROLE:OPPONENT',
                    help='N participants in ROLE (buyer, seller, random) against OPPONENT (an agent spec or human)')
-    r.add_argument('--preset', default=DEFAULT_PRESET)
-    r.add_argument('--games', type=int, default=Session.games, help='scored games per participant')
-    r.add_argument('--deadline', type=float, default=Session.deadline, help='seconds per game (wall clock)')
-    r.add_argument('--fee', type=float, default=Session.fee, help='show-up fee')
-    r.add_argument('--rate', type=float, default=Session.rate, help='money per dollar of surplus')
-    r.add_argument('--consent', default=None, help='a text file with the consent text')
-    r.add_argument('--instructions', default=None, help='a text file with the instructions')
-    r.add_argument('--seed', type=int, default=None,
-                   help='the scenarios\' seed (default: fresh and secret; whoever knows it can compute private values)')
-    r.add_argument('--leave-after', type=float, default=Session.leave_after,
-                   help='seconds away on their turn after which a participant has left (their quit)')
+    _session_options(r)
     r.add_argument('--host', default='127.0.0.1')
     r.add_argument('--port', type=int, default=8000)
     e = acts.add_parser('export', help='one CSV row per participant and game (oTree-style column names)')

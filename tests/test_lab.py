@@ -5,7 +5,7 @@ import asyncio, csv, json, shutil, signal, subprocess, sys, time, urllib.request
 from pathlib import Path
 import pytest
 from conftest import child, fault_agent
-from bilateral.engine import replay
+from bilateral.engine import calls as calls_of, replay
 from bilateral.fakeserver import free_port
 from bilateral.lab import QUIZ
 from bilateral.store import Store
@@ -155,13 +155,165 @@ def test_a_session_in_browsers(srv, tmp_path):
     assert declined[0]['participant.stage'] == 'declined' and declined[0]['participant.declined_at']
     assert {x['group.game_id'] for x in out if x['group.game_id']} == set(games)
 
+def _browser(pw, errors: list):
+    "A page of its own in headless Chromium, with its script errors collected in `errors`."
+    browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+    page = browser.new_context(viewport={'width': 1000, 'height': 1200}).new_page()
+    page.on('pageerror', lambda e: errors.append(str(e)))
+    page.set_default_timeout(20_000)
+    return browser, page
+
+def _pass_check(page):
+    "Consent and the comprehension check, answered right."
+    page.wait_for_selector('#agree').click()
+    for i, (q, opts, right) in enumerate(QUIZ): page.check(f'input[name=q{i}][value="{right}"]')
+    page.click('#check')
+    page.wait_for_selector('#app[data-turn="1"]', state='attached')
+
+NEEDS_CHROMIUM = pytest.mark.skipif(CHROMIUM is None, reason="the browser test needs Debian's chromium")
+
+@NEEDS_CHROMIUM
+def test_the_instructions_page(tmp_path):
+    """Issue 56, 8 and 11 in Chromium: no 'null' above the check on a first visit; the rules that end games are stated;
+    a wrong try keeps every answer given."""
+    from playwright.sync_api import sync_playwright
+    d, port, errors = tmp_path / 'session', free_port(), []
+    cm, proc, lines = start(d, port, 1, '--treatment', '1:buyer:boulware', '--games', '1')
+    try:
+        with sync_playwright() as pw:
+            browser, page = _browser(pw, errors)
+            page.goto(links(lines)['P01'])
+            page.wait_for_selector('#agree').click()
+            page.wait_for_selector('#quiz')
+            assert 'null' not in page.inner_text('#app')
+            rules = page.inner_text('#rules')
+            said = ('withdraws the standing offer', 'both wait', '$40 or 1,000', '$20.00')
+            assert all(x in rules for x in said), rules
+            for i, a in enumerate(['no', '$20', 'no deal: surplus 0 for both']):       # the first one wrong
+                page.check(f'input[name=q{i}][value="{a}"]')
+            page.click('#check')
+            page.wait_for_selector('#wrong')
+            assert 'null' not in page.inner_text('#app')
+            assert [page.is_checked(f'input[name=q{i}][value="{a}"]')
+                    for i, a in enumerate(['no', '$20', 'no deal: surplus 0 for both'])] == [True] * 3
+            page.check('input[name=q0][value="yes"]')
+            page.click('#check')
+            page.wait_for_selector('#app[data-stage="game"]', state='attached')
+            browser.close()
+    finally: stop(cm, proc)
+    assert not errors, errors
+
+@NEEDS_CHROMIUM
+def test_the_game_page(tmp_path):
+    """Issue 56, 6, 7, 8 and 11 in Chromium, against boulware: a price that is no number is refused with a sentence and
+    what was typed stays; an accepted offer empties its inputs (its note does not go out again with the next offer) and
+    shows at once, before the other side moves; "$1,234.50" is read as a price; the history says "They offer"; Leave
+    asks first; the end is a sentence, on the game page and the payoff page."""
+    from playwright.sync_api import sync_playwright
+    d, port, errors = tmp_path / 'session', free_port(), []
+    cm, proc, lines = start(d, port, 1, '--treatment', '1:buyer:boulware', '--games', '1', '--deadline', '120',
+                            '--seed', '5')
+    try:
+        with sync_playwright() as pw:
+            browser, page = _browser(pw, errors)
+            page.goto(links(lines)['P01'])
+            _pass_check(page)
+            value = page.evaluate('state.private.amount')
+            page.fill('#price', 'ten dollars')
+            page.fill('#note', 'kept')
+            page.click('#offer')                                     # refused: said, and nothing typed is lost
+            page.wait_for_function('state.errors.length > 0')
+            assert 'write a number' in page.inner_text('p.error') and '(wrong_type)' in page.inner_text('p.error')
+            assert (page.input_value('#price'), page.input_value('#note')) == ('ten dollars', 'kept')
+            first = round(value * 0.5, 2)
+            page.fill('#price', f'{first:.2f}')
+            page.fill('#note', 'first note')
+            page.click('#offer')
+            page.wait_for_function('!state.your_turn')                  # taken (the frame that says so)
+            assert (page.input_value('#price'), page.input_value('#note')) == ('', '')          # taken: emptied
+            page.wait_for_function('state.your_offer !== null && !state.history.some(h => h.who === "them")')
+            assert page.evaluate('state.your_offer.price') == first                           # before they move
+            page.wait_for_function('state.your_turn && state.history.some(h => h.who === "them")', timeout=60_000)
+            page.fill('#price', f'${value * 0.6:,.2f}')
+            page.click('#offer')
+            page.wait_for_function('state.history.filter(h => h.who === "you").length === 2')
+            assert page.evaluate('state.history.filter(h => h.who === "you").map(h => h.text)') == ['first note', '']
+            rows = page.inner_text('#history')
+            assert 'They\toffer $' in rows and 'You\toffer $' in rows and 'offers' not in rows, rows
+            page.wait_for_function('state.your_turn', timeout=60_000)
+            page.click('#quit')
+            page.wait_for_selector('#confirm')
+            assert page.evaluate('state.over') is None                # not yet
+            page.click('#quit-no')
+            assert page.query_selector('#confirm') is None and page.evaluate('state.over') is None
+            page.click('#quit')
+            page.click('#quit-yes')
+            page.wait_for_selector('#over')
+            assert page.inner_text('#why').startswith('You left the negotiation: no deal.'), page.inner_text('#why')
+            page.click('#next')
+            page.wait_for_selector('#payoff')
+            assert 'someone left' in page.inner_text('#app') and 'quit' not in page.inner_text('#app')
+            browser.close()
+    finally: stop(cm, proc)
+    assert not errors, errors
+    with Store(d, create=False) as st:
+        (t,) = [t for _, t in st.transcripts()]
+        assert st.failures().empty
+    offers = [c.args for c in calls_of(t, 'make_offer') if c.role == 'buyer']
+    assert [o.get('note', '') for o in offers] == ['first note', ''] and offers[1]['price'] == round(value * 0.6, 2)
+    assert t['outcome']['reason'] == 'quit'
+    replay(t)
+
+@NEEDS_CHROMIUM
+def test_a_lost_connection_in_the_browser(tmp_path):
+    """Issue 56, 9 in Chromium: the server stops mid-game: the page says the connection is lost and no button works;
+    the same command starts it again: the page reconnects to the same game, replayed where it stopped, with its
+    history, and the participant plays no extra game."""
+    from playwright.sync_api import sync_playwright
+    d, port, errors = tmp_path / 'session', free_port(), []
+    cm, proc, lines = start(d, port, 1, '--treatment', '1:buyer:boulware', '--games', '1', '--deadline', '120',
+                            '--seed', '5')
+    try:
+        with sync_playwright() as pw:
+            browser, page = _browser(pw, errors)
+            page.goto(links(lines)['P01'])
+            _pass_check(page)
+            page.fill('#price', f"{page.evaluate('state.private.amount') * 0.5:.2f}")
+            page.click('#offer')
+            page.wait_for_function('state.your_turn && state.history.some(h => h.who === "them")', timeout=60_000)
+            before = page.evaluate('[state.game_id, state.k, state.history]')
+            stop(cm, proc)                                           # the connection is lost
+            page.wait_for_selector('#offline')
+            assert 'connection' in page.inner_text('#offline') and page.query_selector_all('button')
+            assert all(b.is_disabled() for b in page.query_selector_all('button'))
+            cm, proc, lines = start(d, port, 1)
+            assert '1 replayed' in lines[0], lines
+            page.wait_for_selector('#offline', state='detached', timeout=30_000)
+            page.wait_for_function(f'state.stage === "game" && state.history.length >= {len(before[2])}')
+            after = page.evaluate('[state.game_id, state.k, state.history]')
+            assert after[:2] == before[:2] and after[2][:len(before[2])] == before[2]     # the same game, on
+            page.wait_for_function('state.your_turn', timeout=60_000)
+            page.click('#quit')
+            page.click('#quit-yes')
+            page.wait_for_selector('#over')
+            page.click('#next')
+            page.wait_for_selector('#payoff')
+            assert page.evaluate('state.games.length') == 1
+            browser.close()
+    finally: stop(cm, proc)
+    assert not errors, errors
+    assert _lab_rows(d, 'SELECT game_id, status FROM lab_games') == [('L0000', 'done')]
+    with Store(d, create=False) as st: assert st.count() == 1 and st.failures().empty
+
 # --- WebSocket clients
 
 def _game_of(d, gid):
     with Store(d, create=False) as st: return dict(st.transcripts())[gid]
 
 def test_leaving_and_a_restart_mid_game(tmp_path):
-    "One participant leaves on their turn (their quit, scored); the server stops mid-game and resumes the session."
+    """One participant leaves on their turn (their quit, scored); the server stops mid-game and, started again, replays
+    the game in play where it stopped (issue 56, 9): the same game, with its history, is played on to its end, and
+    the participant plays no extra game."""
     import websockets
     sys.path.insert(0, str(Path(__file__).parent))
     from lab_bot import participant
@@ -171,7 +323,7 @@ def test_leaving_and_a_restart_mid_game(tmp_path):
     people = links(lines)
 
     async def hold(link, close: bool):
-        "Consent, pass the check, then on the first turn close the page (`close`) or keep it open doing nothing."
+        "Consent, pass the check, then on the first turn close the page (`close`), or offer and hold the next turn."
         ws = await websockets.connect(link.replace('http://', 'ws://').replace('/p/', '/ws/'))
         while True:
             st = json.loads(await ws.recv())
@@ -183,7 +335,8 @@ def test_leaving_and_a_restart_mid_game(tmp_path):
                 await ws.send(json.dumps({'type': 'quiz', 'answers': [q[2] for q in QUIZ]}))
             if st['stage'] == 'game' and st['your_turn']:
                 if close: await ws.close()
-                return ws, st
+                if close or st['history']: return ws, st
+                await ws.send(_act('make_offer', 1, True, price=round(st['private']['amount'] / 2, 2)))
 
     async def first():
         (_, gone), (ws, held) = await asyncio.gather(hold(people['P01'], True), hold(people['P02'], False))
@@ -196,22 +349,25 @@ def test_leaving_and_a_restart_mid_game(tmp_path):
         t = _game_of(d, gone['game_id'])
         assert (t['outcome']['reason'], t['outcome']['by']) == ('quit', 'buyer')
         assert [r['id'] for r in t['log'] if r.get('tool') == 'quit_negotiation'] == ['lab:left']
-        stop(cm, proc)                                # P02's game is in play: cut off, never scored
+        stop(cm, proc)                                # P02's game is in play: replayed when the server is back
         cm, proc, lines = start(d, port, 2)
-        assert 'resumed: 0 game(s) found stored, 1 cut off' in lines[0], lines
+        assert 'resumed: 0 game(s) found stored, 1 replayed to go on where they stopped, 0 cut off' in lines[0], lines
         async def rest(): return await asyncio.gather(participant(people['P01'], limit=60),
                                                       participant(people['P02'], limit=60))
         p1, p2 = asyncio.run(rest())
     finally: stop(cm, proc)
     assert [g['reason'] for g in p1['payoff']['games']] == ['quit']
     assert len(p2['payoff']['games']) == 1 and p2['payoff']['games'][0]['reason'] != 'server_restart'
+    back = [f for f in p2['frames'] if f['stage'] == 'game']
+    assert {f['game_id'] for f in back} == {held['game_id']} and {f['k'] for f in back} == {1}    # the same game
+    again = next(f for f in back if len(f['history']) >= len(held['history']))          # replayed: its history back
+    assert again['history'][:len(held['history'])] == held['history'] and held['history'], (again, held)
     with Store(d, create=False) as st:
-        assert st.count() == 2 and st.failures()['cause'].tolist() == ['server_restart']
-        assert held['game_id'] in set(st.failures()['game_id']) and held['game_id'] not in st.done_ids()
+        assert st.count() == 2 and st.failures().empty and held['game_id'] in st.done_ids()
+        replay(dict(st.transcripts())[held['game_id']])               # one game, as the engine plays it
     r = subprocess.run([EXE, 'lab', 'export', str(d), '--out', str(tmp_path / 'x.csv')], capture_output=True, text=True)
     with open(tmp_path / 'x.csv') as f: rows = list(csv.DictReader(f))
-    assert [(x['participant.code'], x['group.status']) for x in rows] == [('P01', 'done'), ('P02', 'interrupted'),
-                                                                          ('P02', 'done')]
+    assert [(x['participant.code'], x['group.status']) for x in rows] == [('P01', 'done'), ('P02', 'done')]
 
 def _numbers(x) -> list:
     "Every number in a JSON value."
@@ -451,3 +607,156 @@ def test_a_flood_is_bounded(tmp_path):
     assert tries[-1]['n'] == kinds.count('instructions') + 1 and tries[-1]['answers'] == right['answers']
     assert len(pay['games']) == 1 and len(other['payoff']['games']) == 1
     with Store(d, create=False) as st: assert st.count() == 2 and st.failures().empty
+
+# --- the participant's page (issue 56, 6-12): raw WebSockets, as the page talks to the server
+
+async def _until(ws, frames: list, pred, limit: float = 15) -> dict:
+    "The next frame for which `pred` holds, within `limit` seconds; every frame read is kept in `frames`."
+    async def read():
+        while True:
+            frames.append(st := json.loads(await ws.recv()))
+            if pred(st): return st
+    return await asyncio.wait_for(read(), limit)
+
+async def _enter(link: str):
+    "A participant's socket, past consent and the check."
+    import websockets
+    ws = await websockets.connect(_ws(link))
+    await ws.send(json.dumps({'type': 'consent', 'agree': True}))
+    await ws.send(json.dumps({'type': 'quiz', 'answers': [q[2] for q in QUIZ]}))
+    return ws
+
+async def _pair_up(people: dict) -> tuple:
+    "P01's and P02's (socket, frames) once their game is on: the buyer's first (the first mover)."
+    (wa, fa), (wb, fb) = (await _enter(people['P01']), []), (await _enter(people['P02']), [])
+    sa, sb = await asyncio.gather(_until(wa, fa, _in_game), _until(wb, fb, _in_game))
+    return ((wa, fa), (wb, fb)) if sa['role'] == 'buyer' else ((wb, fb), (wa, fa))
+
+def _codes(st) -> list: return [n['code'] for n in st.get('notices', [])]
+
+def _in_game(st) -> bool: return st.get('stage') == 'game' and not st['over']
+
+def _act(tool, seq=None, then_wait=False, **args) -> str:
+    return json.dumps({'type': 'act', 'tool': tool, 'args': args, 'then_wait': then_wait, 'seq': seq})
+
+def test_own_offer_at_once_and_the_rules_that_end_a_game(tmp_path):
+    """Two participants. The first mover's offer ("$40") is on their own page at once, before the other side moves;
+    the counter-offer ("1,000") is read as a number and its withdrawal of the first offer is announced to both; twelve
+    entries that are no number are refused (wrong_type) without ending the game or counting; then both wait, which
+    ends the game as both_idle, announced beforehand and explained after in words."""
+    d, port = tmp_path / 'session', free_port()
+    cm, proc, lines = start(d, port, 2, '--treatment', '2:random:human', '--games', '1', '--deadline', '60')
+    people = links(lines)
+
+    async def go():
+        (wa, fa), (wb, fb) = await _pair_up(people)
+        await _until(wa, fa, lambda s: s.get('your_turn'))
+        t0 = time.monotonic()
+        await wa.send(_act('make_offer', 1, True, price='$40', note='first'))
+        mine = await _until(wa, fa, lambda s: s.get('your_offer') is not None, 5)
+        shown_after = time.monotonic() - t0
+        assert not any(h['who'] == 'them' for h in mine['history'])                     # before the other side moved
+        await _until(wb, fb, lambda s: s.get('your_turn'))
+        await wb.send(_act('make_offer', 1, True, price='1,000'))
+        theirs = await _until(wb, fb, lambda s: s.get('your_offer') is not None, 5)
+        await _until(wa, fa, lambda s: s.get('your_turn'))
+        refused = []
+        for i in range(12):                                            # one at a time, as clicks come
+            await wa.send(_act('make_offer', 10 + i, True, price='ten dollars'))
+            refused.append(await _until(wa, fa, lambda s: s.get('errors'), 10))
+        await wa.send(_act('wait_for_response', 30))
+        warned = await _until(wb, fb, lambda s: s.get('your_turn'))
+        await wb.send(_act('wait_for_response', 2))
+        ends = await asyncio.gather(_until(wa, fa, lambda s: s.get('over')), _until(wb, fb, lambda s: s.get('over')))
+        for ws in (wa, wb): await ws.close()
+        return mine, shown_after, theirs, refused, warned, ends, fa
+    try: mine, shown_after, theirs, refused, warned, ends, fa = asyncio.run(asyncio.wait_for(go(), 120))
+    finally: stop(cm, proc)
+    assert shown_after < 1.5 and mine['your_offer']['price'] == 40.0 and mine['done_seq'] == 1, shown_after
+    assert [h['text'] for h in mine['history'] if h['who'] == 'you'] == ['first']
+    assert theirs['your_offer']['price'] == 1000.0 and theirs['their_offer'] is None
+    assert 'offer_withdrawn' in _codes(theirs)                                   # "Your offer withdrew theirs"
+    assert any('offer_withdrawn' in _codes(f) and f['your_offer'] is None for f in fa)   # "...withdrew yours"
+    assert all(r['your_turn'] and r['errors'][0]['code'] == 'wrong_type' and 'write a number' in r['errors'][0]['text']
+               for r in refused)
+    assert 'they_waited' in _codes(warned) and 'the game ends' in warned['notices'][-1]['text']
+    assert all(e['over']['reason'] == 'both_idle' and 'both waited' in e['over']['text'] for e in ends)
+    with Store(d, create=False) as st: (t,) = [t for _, t in st.transcripts()]
+    assert t['outcome']['reason'] == 'both_idle' and not any(r.get('result', {}).get('ok') is False for r in t['log'])
+    assert [c.args['price'] for c in calls_of(t, 'make_offer')] == [40.0, 1000.0]
+
+def test_nobody_is_held_hostage(tmp_path):
+    """The side holding the turn does nothing: after --turn-limit seconds the turn passes to the other side, both pages
+    say so, and the waiting side sees how long the other has left. Then a page closes: the other side is told within
+    seconds, and the game ends --leave-after seconds later with a sentence that says the partner left."""
+    d, port = tmp_path / 'session', free_port()
+    cm, proc, lines = start(d, port, 2, '--treatment', '2:random:human', '--games', '1', '--deadline', '90',
+                            '--turn-limit', '4', '--leave-after', '3')
+    people = links(lines)
+
+    async def go():
+        (wa, fa), (wb, fb) = await _pair_up(people)
+        await _until(wa, fa, lambda s: s.get('your_turn'))
+        waiting = await _until(wb, fb, lambda s: s.get('their_turn_until') is not None, 5)
+        t0 = time.monotonic()
+        passed = await _until(wa, fa, lambda s: 'turn_passed' in _codes(s), 10)         # A did nothing
+        woken = await _until(wb, fb, lambda s: s.get('your_turn'), 10)
+        held = time.monotonic() - t0
+        await wb.send(_act('make_offer', 1, True, price=50))
+        await _until(wa, fa, lambda s: s.get('your_turn'), 10)
+        await wa.close()                                                               # A's tab closes on A's move
+        t1 = time.monotonic()
+        told = await _until(wb, fb, lambda s: 'partner_away' in _codes(s), 10)
+        told_after = time.monotonic() - t1
+        end = await _until(wb, fb, lambda s: s.get('over'), 30)
+        await wb.close()
+        return waiting, passed, woken, held, told, told_after, end, time.monotonic() - t1
+    try: waiting, passed, woken, held, told, told_after, end, ended_after = asyncio.run(asyncio.wait_for(go(), 120))
+    finally: stop(cm, proc)
+    assert waiting['their_turn_until'] <= waiting['clock'] + 4.01 and held < 7, (waiting, held)
+    assert not passed['your_turn'] and 'they_waited' in _codes(woken)
+    assert told_after < 4 and told['partner_away'] is not None and '3 seconds' in told['notices'][-1]['text']
+    assert ended_after < 10 and end['over']['reason'] == 'quit' and 'page closed' in end['over']['text'], end['over']
+    with Store(d, create=False) as st: (t,) = [t for _, t in st.transcripts()]
+    assert [r['id'] for r in t['log'] if r.get('tool')] [-1] == 'lab:left'
+    assert 'lab:timeout' in [r.get('id') for r in t['log']]
+
+def test_payments_are_capped_and_a_missing_partner_is_replaced(tmp_path):
+    """With --rate 100 one deal would pay far more than the cap: each payment stops at --cap. A participant whose
+    partner never comes is told how long they may wait and plays the fallback agent after --match-wait seconds."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from lab_bot import participant
+    d, port = tmp_path / 'session', free_port()
+    cm, proc, lines = start(d, port, 3, '--treatment', '2:random:human', '--treatment', '1:buyer:conceder',
+                            '--games', '1', '--deadline', '20', '--rate', '100', '--cap', '5.5', '--match-wait', '2')
+    people = links(lines)
+    try:
+        async def go(): return await asyncio.gather(participant(people['P01'], limit=90),
+                                                    participant(people['P03'], limit=90))
+        p1, p3 = asyncio.run(go())
+    finally: stop(cm, proc)
+    waiting = [f for f in p1['frames'] if f['stage'] == 'waiting']
+    assert waiting and '2 seconds' in waiting[0]['why'] and 'computer program' in waiting[0]['why']
+    assert _lab_rows(d, "SELECT buyer || ' ' || seller FROM lab_games WHERE buyer LIKE '%P01' OR seller LIKE '%P01'"
+                     ) in ([('human:P01 boulware',)], [('boulware human:P01',)])
+    for p in (p1, p3):
+        pay, gains = p['payoff'], sum(g['surplus'] for g in p['payoff']['games'])
+        assert pay['cap'] == 5.5 and pay['payoff'] == min(5.5, max(0, round(5 + 100 * gains, 2))) <= 5.5, pay
+    assert any(p['payoff']['payoff'] == 5.5 for p in (p1, p3))            # the cap did bind
+    assert sorted(x[0] for x in _lab_rows(d, 'SELECT payoff FROM participants WHERE payoff IS NOT NULL')) == \
+        sorted([p1['payoff']['payoff'], p3['payoff']['payoff']])
+
+def test_partners_change_between_games(tmp_path):
+    "Four participants play two games each: nobody meets the same partner twice (stranger matching)."
+    sys.path.insert(0, str(Path(__file__).parent))
+    from lab_bot import participant
+    d, port = tmp_path / 'session', free_port()
+    cm, proc, lines = start(d, port, 4, '--treatment', '4:random:human', '--games', '2', '--deadline', '15')
+    people = links(lines)
+    try:
+        async def go(): return await asyncio.gather(*[participant(x, limit=150) for x in people.values()])
+        done = asyncio.run(go())
+    finally: stop(cm, proc)
+    assert all(len(x['payoff']['games']) == 2 for x in done)
+    pairs = [frozenset((b, s)) for b, s in _lab_rows(d, 'SELECT buyer, seller FROM lab_games ORDER BY idx')]
+    assert len(pairs) == 4 and len(set(pairs)) == 4, pairs

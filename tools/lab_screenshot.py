@@ -1,6 +1,7 @@
 """The README's picture of the lab's game page: `python tools/lab_screenshot.py [OUT.png]` serves a one-person session
 (a buyer against `boulware`) on 127.0.0.1, plays a few moves in headless Chromium (Debian's `chromium`, driven by
-Playwright) and saves the page mid-game (default: nbs/assets/lab-game.png)."""
+Playwright) and saves the page mid-game (default: nbs/assets/lab-game.png); with `--instructions`, the instructions
+page too (OUT-instructions.png)."""
 import shutil, signal, socket, subprocess, sys, tempfile, time, urllib.error, urllib.request
 from pathlib import Path
 
@@ -29,7 +30,7 @@ def serve(d: Path, port: int) -> tuple[subprocess.Popen, str]:
         except OSError: time.sleep(0.1)
     sys.exit('the lab server did not answer')
 
-def shoot(link: str, out: Path):
+def shoot(link: str, out: Path, rules: Path | None = None):
     from playwright.sync_api import sync_playwright
     chromium = shutil.which('chromium') or '/usr/bin/chromium'
     with sync_playwright() as pw:
@@ -37,6 +38,9 @@ def shoot(link: str, out: Path):
         page = browser.new_page(viewport={'width': 900, 'height': 860}, device_scale_factor=1)
         page.goto(link)
         page.click('#agree')
+        if rules:                                    # the instructions, with the rules that can end a game
+            page.wait_for_selector('#rules')
+            page.screenshot(path=str(rules), full_page=True)
         for i, right in enumerate(['yes', '$20', 'no deal: surplus 0 for both']):
             page.check(f'input[name=q{i}][value="{right}"]')
         page.click('#check')
@@ -54,9 +58,10 @@ def shoot(link: str, out: Path):
         browser.close()
 
 if __name__ == '__main__':
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / 'nbs' / 'assets' / 'lab-game.png'
+    args = [a for a in sys.argv[1:] if not a.startswith('--')]
+    out = Path(args[0]) if args else ROOT / 'nbs' / 'assets' / 'lab-game.png'
     proc, link = serve(Path(tempfile.mkdtemp()) / 'session', free_port())
-    try: shoot(link, out)
+    try: shoot(link, out, out.with_name(out.stem + '-instructions.png') if '--instructions' in sys.argv else None)
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(30)

@@ -3,7 +3,8 @@
 'use strict';
 const app = document.getElementById('app');
 const token = location.pathname.split('/').pop();
-let ws = null, state = null, got = 0, tries = 0;
+let ws = null, state = null, got = 0, tries = 0, online = false, pending = null, confirming = false;
+let seq = Date.now();   // numbers this page's actions, apart from those of an earlier load of it
 
 function el(tag, attrs, ...kids) {
   const e = document.createElement(tag);
@@ -22,18 +23,31 @@ const paras = text => String(text).split(/\n\s*\n/).map(p => el('p', {}, p));
 function connect() {
   const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
   ws = new WebSocket(`${proto}//${location.host}/ws/${token}`);
-  ws.onopen = () => { tries = 0; document.body.dataset.online = '1'; };
+  ws.onopen = () => { tries = 0; online = true; document.body.dataset.online = '1'; };
   ws.onmessage = ev => {
     const m = JSON.parse(ev.data);
     if (m.error) return notice(m);            // a frame the server refused: said on the page, which stays as it is
+    if (pending && m.done_seq === pending.seq) {     // the action went through: its inputs are emptied
+      for (const id of pending.clear) { const e = document.getElementById(id); if (e) e.value = ''; }
+      pending = null;
+    }
+    if (!m.your_turn) confirming = false;
     state = m;
     got = performance.now();
     draw();
   };
   ws.onclose = () => {
+    const was = online;
+    online = false;
     document.body.dataset.online = '0';
+    if (was && state) draw();                  // says so, and no button can be clicked while it lasts
     setTimeout(connect, Math.min(3000, 250 * 2 ** tries++));   // reload or lost connection: back to the same place
   };
+}
+
+function offline() {
+  return el('p', {id: 'offline', class: 'error', role: 'alert'}, 'The connection to the server is lost. ' +
+    'Reconnecting... Nothing you do can be sent until it is back; your game is kept.');
 }
 
 function notice(m) {   // shown until the next screen is drawn
@@ -51,8 +65,10 @@ function consent(s) {
 
 function instructions(s) {
   const form = el('form', {id: 'quiz'});
+  const was = s.answers || [];
   s.quiz.forEach((q, i) => {
-    const opts = q.options.map(o => el('label', {}, el('input', {type: 'radio', name: `q${i}`, value: o}), ' ', o));
+    const opts = q.options.map(o => el('label', {},
+      el('input', {type: 'radio', name: `q${i}`, value: o, checked: was[i] === o}), ' ', o));
     form.append(el('fieldset', {class: s.wrong.includes(i) ? 'wrong' : null}, el('legend', {}, q.q), ...opts));
   });
   form.append(el('button', {id: 'check', type: 'submit'}, 'Check my answers'));
@@ -65,10 +81,12 @@ function instructions(s) {
     `Please look again at question(s) ${s.wrong.map(i => i + 1).join(', ')}.`) : null;
   return [el('h1', {}, 'Instructions'), ...paras(s.text),
     el('p', {}, `You play ${s.games} game(s) of at most ${s.deadline} seconds. You receive ${money(s.fee)} plus ` +
-       `${money(s.rate)} for each dollar of surplus you make.`), el('h2', {}, 'A short check'), note, form];
+       `${money(s.rate)} for each dollar of surplus you make, at most ${money(s.cap)} in all.`),
+    el('h2', {}, 'Rules of the game'), el('ul', {id: 'rules'}, ...(s.rules || []).map(r => el('li', {}, r))),
+    el('h2', {}, 'A short check'), note, form];
 }
 
-const words = {offer: 'offers', message: 'says', accept: 'accepts', reject: 'rejects', quit: 'quits'};
+const words = {offer: 'offer', message: 'say', accept: 'accept', reject: 'reject', quit: 'leave'};   // You / They
 function history(h) {
   const rows = h.map(a => el('tr', {class: a.who},
     el('td', {}, a.t === null || a.t === undefined ? '' : `${Number(a.t).toFixed(1)}s`),
@@ -80,7 +98,25 @@ function history(h) {
     el('th', {}, 'message')), ...rows);
 }
 
-function act(tool, args, thenWait) { send({type: 'act', tool, args, then_wait: thenWait}); }
+function act(tool, args, thenWait, clear) {   // `clear`: the inputs emptied once the server took the action
+  seq += 1;
+  pending = {seq, clear: clear || []};
+  send({type: 'act', tool, args, then_wait: thenWait, seq});
+}
+const secsTo = t => (t === null || t === undefined || !state) ? null :
+  Math.max(0, t - Math.min(state.deadline, (state.clock ?? state.now) + (performance.now() - got) / 1000));
+function turnText(s) {
+  if (!online) return 'Connection lost: reconnecting...';
+  if (s.over) return '';
+  if (s.your_turn) {
+    const left = secsTo(s.turn_until);
+    return left === null ? 'Your move.' : `Your move (${left.toFixed(0)} s left for it).`;
+  }
+  if (s.partner_away !== null && s.partner_away !== undefined) return "Waiting: the other side's page is closed.";
+  const left = secsTo(s.their_turn_until);
+  return left === null ? 'Waiting for the other side...' :
+    `Waiting for the other side (${left.toFixed(0)} s left for their move).`;
+}
 const num = v => (v.trim() !== '' && isFinite(Number(v))) ? Number(v) : v;   // what is not a number stays text
 
 function actions(s) {
@@ -90,31 +126,39 @@ function actions(s) {
   const say = el('input', {id: 'say', type: 'text', placeholder: 'message', size: 40});
   const reason = el('input', {id: 'reason', type: 'text', placeholder: 'reason (optional)', size: 20});
   const secs = el('input', {id: 'secs', type: 'text', inputmode: 'decimal', placeholder: 'seconds', size: 5});
-  const dis = !mine;
+  const dis = !mine || !online;
   const textArg = (k, inp) => inp.value ? {[k]: inp.value} : {};
   return el('div', {id: 'actions', class: mine ? 'live' : 'idle'},
-    el('p', {id: 'turn'}, s.over ? '' : mine ? 'Your move.' : 'Waiting for the other side...'),
+    el('p', {id: 'turn'}, turnText(s)),
     el('div', {}, '$', price, note, el('button', {id: 'offer', disabled: dis,
-      on: {click: () => act('make_offer', {price: num(price.value), ...textArg('note', note)}, true)}}, 'Make offer')),
+      on: {click: () => act('make_offer', {price: num(price.value), ...textArg('note', note)}, true,
+                            ['price', 'note'])}}, 'Make offer')),
     el('div', {}, el('button', {id: 'accept', disabled: dis || !theirs,
       on: {click: () => act('accept_offer', {offer_id: theirs.offer_id})}},
       theirs ? `Accept their offer of ${money(theirs.price)}` : 'Accept their offer'),
       reason, el('button', {id: 'reject', disabled: dis || !theirs,
-      on: {click: () => act('reject_offer', {offer_id: theirs.offer_id, ...textArg('reason', reason)}, true)}},
+      on: {click: () => act('reject_offer', {offer_id: theirs.offer_id, ...textArg('reason', reason)}, true,
+                            ['reason'])}},
       'Reject their offer')),
     el('div', {}, say, el('button', {id: 'send', disabled: dis,
-      on: {click: () => act('send_message', {text: say.value}, true)}}, 'Send message')),
+      on: {click: () => act('send_message', {text: say.value}, true, ['say'])}}, 'Send message')),
     el('div', {}, el('button', {id: 'waitreply', disabled: dis, on: {click: () => act('wait_for_response', {})}},
       'Wait for their reply'), secs, el('button', {id: 'wait', disabled: dis,
-      on: {click: () => act('wait', {seconds: num(secs.value)})}}, 'Wait seconds'),
-      el('button', {id: 'quit', class: 'quiet', disabled: dis, on: {click: () => act('quit_negotiation', {})}},
-      'Leave this negotiation')));
+      on: {click: () => act('wait', {seconds: num(secs.value)}, false, ['secs'])}}, 'Wait seconds'),
+      el('button', {id: 'quit', class: 'quiet', disabled: dis, on: {click: () => { confirming = true; draw(); }}},
+      'Leave this negotiation')),
+    confirming && mine ? el('div', {id: 'confirm'}, el('p', {}, 'Leave this negotiation for good? ' +
+      'The game ends at once without a deal, for both of you.'),
+      el('button', {id: 'quit-yes', disabled: dis,
+        on: {click: () => { confirming = false; act('quit_negotiation', {}); }}}, 'Yes, leave'),
+      el('button', {id: 'quit-no', class: 'quiet', on: {click: () => { confirming = false; draw(); }}}, 'No, stay'))
+      : null);
 }
 
 function over(s) {
   const o = s.over;
-  const what = o.deal ? `Deal at ${money(o.price)}.` : `No deal (${o.reason}).`;
-  return el('div', {id: 'over'}, el('h2', {}, 'The game is over'), el('p', {}, what,
+  const what = o.text || (o.deal ? `Deal at ${money(o.price)}.` : 'No deal.');
+  return el('div', {id: 'over'}, el('h2', {}, 'The game is over'), el('p', {id: 'why'}, what,
     o.scored ? ` Your surplus: ${money(o.surplus)}.` : ' This game could not be played; it is not counted.'),
     el('button', {id: 'next', on: {click: () => send({type: 'next'})}}, 'Continue'));
 }
@@ -132,14 +176,16 @@ function game(s) {
       el('p', {}, 'Their standing offer: ', el('b', {id: 'theirs'},
       s.their_offer ? `${money(s.their_offer.price)} (${s.their_offer.offer_id})` : 'none'))),
     ...s.errors.map(e => el('p', {class: 'error'}, `Not done: ${e.text}`)),
+    el('div', {id: 'notices'}, ...(s.notices || []).slice(-3).map(n => el('p', {class: `notice ${n.code}`}, n.text))),
     s.over ? over(s) : actions(s), history(s.history)];
 }
 
 function payoff(s) {
-  const rows = s.games.map(g => el('tr', {}, el('td', {}, g.k), el('td', {}, g.role), el('td', {}, g.reason),
+  const rows = s.games.map(g => el('tr', {}, el('td', {}, g.k), el('td', {}, g.role), el('td', {}, g.end || g.reason),
     el('td', {}, money(g.price)), el('td', {}, money(g.surplus))));
   return [el('h1', {}, 'Thank you'), el('p', {id: 'payoff'}, 'Your payment: ', el('b', {}, money(s.payoff))),
-    el('p', {}, `${money(s.fee)} for taking part, plus ${money(s.rate)} per dollar of surplus.`),
+    el('p', {}, `${money(s.fee)} for taking part, plus ${money(s.rate)} per dollar of surplus` +
+       (s.cap !== undefined ? `, at most ${money(s.cap)} in all.` : '.')),
     el('table', {}, el('tr', {}, ...['game', 'role', 'end', 'price', 'surplus'].map(h => el('th', {}, h))), ...rows)];
 }
 
@@ -153,7 +199,9 @@ function draw() {
     const e = document.getElementById(id);
     if (e) keep[id] = e.value;
   }
-  app.replaceChildren(...(screens[state.stage] || screens.waiting)(state));
+  const parts = (screens[state.stage] || screens.waiting)(state).flat().filter(x => x !== null && x !== undefined);
+  app.replaceChildren(...(online ? [] : [offline()]), ...parts);
+  if (!online) for (const b of app.querySelectorAll('button')) b.disabled = true;
   app.dataset.stage = state.stage;
   app.dataset.turn = state.your_turn ? '1' : '0';
   for (const [id, v] of Object.entries(keep)) { const e = document.getElementById(id); if (e) e.value = v; }
@@ -166,6 +214,8 @@ function tick() {   // the clock runs on between messages at wall-clock pace, as
   const live = state.over ? 0 : (performance.now() - got) / 1000;
   const now = Math.min(state.deadline, (state.clock ?? state.now) + live);
   c.textContent = `Clock: ${now.toFixed(0)} s of ${state.deadline} s (${Math.max(0, state.deadline - now).toFixed(0)} s left)`;
+  const t = document.getElementById('turn');
+  if (t) t.textContent = turnText(state);
 }
 setInterval(tick, 250);
 connect();
