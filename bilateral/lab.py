@@ -18,7 +18,6 @@ from .scenarios import DEFAULT_PRESET, sample_scenarios, value_model
 from .metrics import game_row
 from .store import Store
 from .play import _failed
-from .strategies import Scripted
 
 # %% auto #0
 __all__ = ['HUMAN', 'CONSENT', 'INSTRUCTIONS', 'LAB_SCHEMA', 'LAB_FILE', 'QUIZ', 'QUIZ_KEPT', 'END_LABELS', 'AWAY_NOTICE',
@@ -571,7 +570,7 @@ def kept(self: Lab, gid: str) -> list[tuple]:
 def _replayable(x: str) -> bool:
     "Can a seat be rebuilt by replaying its game: a person, or a scripted strategy (fixed by what it observes)?"
     if x.startswith('human:'): return True
-    try: return isinstance(make_agent(x), Scripted)
+    try: return getattr(make_agent(x), 'replays', False)
     except Exception: return False
 
 # %% ../nbs/16_lab.ipynb #2721092a

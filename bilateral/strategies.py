@@ -21,6 +21,7 @@ __all__ = ['LADDER', 'Scripted', 'TimeDependent', 'TitForTat', 'Accommodating', 
 class Scripted(Agent):
     "Base class of the ladder: state tracking and role-neutral price helpers."
     proportional = True     # multiplying every price by k plays the same game at k times the prices
+    replays = True          # its moves follow from its seed and what it observes: replaying a game rebuilds it
     async def start(self, brief: Brief):
         self.brief, self.role, self.r, self.L = brief, brief.role, brief.reservation, brief.item.listing_price
         self.T, self.buyer = brief.rules.deadline, brief.role is Role.BUYER
