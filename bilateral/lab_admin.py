@@ -191,9 +191,8 @@ def _played(d: Path) -> dict:
 
 def _game_rows(gid: str, g: dict, t: dict, asides: list, names: dict) -> list[dict]:
     "The action rows of one game: its calls and asides in the order of their second, then its end."
-    sc, who = t.get('scenario') or {}, {'buyer': g['buyer'], 'seller': g['seller']}
+    sc, who, o = t.get('scenario') or {}, {'buyer': g['buyer'], 'seller': g['seller']}, t.get('outcome') or {}
     label = lambda x: names.get(x[6:], '') if x.startswith('human:') else ''
-    o = t.get('outcome') or {}
     head = {'game_id': gid, 'buyer': g['buyer'], 'seller': g['seller'], 'buyer_label': label(g['buyer']),
             'seller_label': label(g['seller']), 'item': (sc.get('item') or {}).get('title'),
             'listing_price': (sc.get('item') or {}).get('listing_price', 0) / 100 or None,
@@ -203,7 +202,8 @@ def _game_rows(gid: str, g: dict, t: dict, asides: list, names: dict) -> list[di
     acts = [_call_row(r) for r in t.get('log', []) if 'tool' in r]
     acts += [{'second': s, 'landed': s, 'role': role, 'action': 'message', 'text': text, 'ok': True,
               'call_id': 'aside', 'out_of_turn': True} for role, s, text in asides]
-    acts.sort(key=lambda a: math.inf if a['second'] is None else a['second'])
+    for a in acts: a['second'] = o.get('t', 0) if a['second'] is None else a['second']   # refused after the end
+    acts.sort(key=lambda a: a['second'])
     acts.append({'second': o.get('t'), 'landed': o.get('t'), 'role': o.get('by') or '', 'action': 'end',
                  'price': head['deal_price'], 'text': END_LABELS.get(head['end_reason'], head['end_reason'] or '')})
     return [{**head, **a, 'n': n, 'who': who.get(a['role'], ''),

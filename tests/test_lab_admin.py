@@ -231,3 +231,40 @@ def test_bots_play_a_design_through(tmp_path):
     again = subprocess.run([EXE, 'lab', 'bots', '--dir', str(d), '--treatment', '1:buyer:boulware'],
                            capture_output=True, text=True, timeout=60)
     assert again.returncode == 2 and 'holds a session already' in again.stderr
+
+@pytest.mark.skipif(__import__('test_lab').CHROMIUM is None, reason="the browser test needs Debian's chromium")
+def test_a_message_out_of_turn_in_the_browser(tmp_path):
+    """Issue 56, messages at any time, in Chromium: the side without the turn types a message and clicks Send; the other
+    page shows it while that side still holds the turn; the monitor page lists both participants in their game."""
+    from playwright.sync_api import sync_playwright
+    from test_lab import _browser
+    d, port, errors = tmp_path / 'session', free_port(), []
+    cm, proc, lines = start(d, port, 2, '--treatment', '2:random:human', '--games', '1', '--deadline', '90',
+                            '--turn-limit', '60')
+    base, token = admin_of(lines)
+    try:
+        with sync_playwright() as pw:
+            browser, page = _browser(pw, errors)
+            pages = {}
+            for code, link in links(lines).items():
+                pages[code] = page if not pages else browser.new_context().new_page()
+                pages[code].set_default_timeout(20_000)
+                pages[code].goto(link)
+                pages[code].wait_for_selector('#agree').click()
+                for i, (q, opts, right) in enumerate(QUIZ): pages[code].check(f'input[name=q{i}][value="{right}"]')
+                pages[code].click('#check')
+            for p in pages.values(): p.wait_for_selector('#app[data-stage="game"]', state='attached')
+            mover = next(p for p in pages.values() if p.evaluate('state.your_turn'))
+            other = next(p for p in pages.values() if p is not mover)
+            other.fill('#say', 'Your move, please')
+            other.click('#send')
+            mover.wait_for_function('state.history.some(h => h.who === "them" && h.text === "Your move, please")')
+            assert mover.evaluate('state.your_turn') and 'Your move, please' in mover.inner_text('#history')
+            other.wait_for_function('document.getElementById("say").value === ""')      # taken: emptied
+            monitor = browser.new_context().new_page()
+            monitor.goto(f'{base}/admin/monitor?token={token}')
+            monitor.wait_for_selector('#row-P02')
+            assert monitor.inner_text('#row-P01').count('L0000') == 1 and 'game' in monitor.inner_text('#row-P02')
+            browser.close()
+    finally: stop(cm, proc)
+    assert not errors, errors
