@@ -20,12 +20,12 @@ from .store import Store
 from .play import _failed
 
 # %% auto #0
-__all__ = ['HUMAN', 'CONSENT', 'INSTRUCTIONS', 'LAB_SCHEMA', 'LAB_FILE', 'QUIZ', 'QUIZ_KEPT', 'END_LABELS', 'AWAY_NOTICE',
-           'MAX_FRAME', 'FRAME_BURST', 'FRAME_RATE', 'REFUSED', 'LOCK_FILE', 'EXPORT_COLUMNS', 'Treatment',
-           'parse_treatment', 'Session', 'session_json', 'session_from_json', 'rules_text', 'surplus', 'payoff',
-           'open_lab', 'create_session', 'load_session', 'admin_token', 'links', 'grade', 'error_text', 'end_text',
-           'View', 'PersonSeat', 'read_number', 'play_live', 'close_game', 'Lab', 'asset', 'page', 'admin_html',
-           'make_app', 'hold', 'listen', 'serve', 'export_rows', 'export_csv', 'cmd_lab', 'add_lab']
+__all__ = ['HUMAN', 'CONSENT', 'INSTRUCTIONS', 'LAB_SCHEMA', 'LAB_FILE', 'QUIZ', 'QUIZ_KEPT', 'END_LABELS', 'PAUSED',
+           'AWAY_NOTICE', 'ASIDES', 'MAX_FRAME', 'FRAME_BURST', 'FRAME_RATE', 'REFUSED', 'LOCK_FILE', 'EXPORT_COLUMNS',
+           'Treatment', 'parse_treatment', 'Session', 'session_json', 'session_from_json', 'rules_text', 'surplus',
+           'payoff', 'open_lab', 'create_session', 'load_session', 'admin_token', 'links', 'grade', 'error_text',
+           'end_text', 'View', 'PersonSeat', 'read_number', 'play_live', 'close_game', 'Lab', 'asset', 'page',
+           'admin_html', 'make_app', 'hold', 'listen', 'serve', 'export_rows', 'export_csv', 'cmd_lab', 'add_lab']
 
 # %% ../nbs/16_lab.ipynb #65c6716e
 HUMAN = 'human'   # the opponent of a treatment whose participants the server matches with each other
@@ -81,16 +81,17 @@ class Session:
     match_wait: float = 90.0           # seconds a participant waits for a partner; then `fallback` plays them
     fallback: str = 'boulware'         # the agent who plays a participant whose partner never came
     stranger_wait: float = 15.0        # seconds to wait for a partner not met before; then one met before will do
+    quiz: tuple | None = None          # the check: (question, options, right answer) each; None: `QUIZ`
+    labels: tuple = ()                 # the participant labels the session's room admits; (): any label
 
     def __post_init__(self):
-        value_model(self.preset)
+        if self.fallback == HUMAN: raise ConfigError('the fallback of a missing partner is an agent, not human')
+        value_model(self.preset), make_agent(self.fallback).check()          # each raises what it cannot use
         if not (self.games >= 1 and self.deadline > 0 and self.fee >= 0 and self.rate >= 0 and self.leave_after > 0):
             raise ConfigError(f'games >= 1, deadline > 0, fee >= 0, rate >= 0, leave_after > 0: {self}')
         if not (self.cap >= self.fee and self.turn_limit > 0 and self.match_wait > 0 and self.stranger_wait >= 0):
             raise ConfigError(f'cap >= fee, turn_limit > 0, match_wait > 0, stranger_wait >= 0: {self}')
         if not self.treatments: raise ConfigError('a session needs at least one treatment')
-        if self.fallback == HUMAN: raise ConfigError('the fallback of a missing partner is an agent, not human')
-        make_agent(self.fallback).check()
 
 # %% ../nbs/16_lab.ipynb #497c3e1f
 def session_json(s: Session) -> dict:
@@ -98,7 +99,9 @@ def session_json(s: Session) -> dict:
     return {**asdict(s), 'treatments': [asdict(t) for t in s.treatments]}
 
 def session_from_json(d: dict) -> Session:
-    return Session(**{**d, 'treatments': tuple(Treatment(**t) for t in d['treatments'])})
+    quiz = d.get('quiz') and tuple((q, tuple(o), a) for q, o, a in d['quiz'])      # JSON's lists as tuples
+    return Session(**{**d, 'treatments': tuple(Treatment(**t) for t in d['treatments']), 'quiz': quiz or None,
+                      'labels': tuple(d.get('labels', ()))})
 
 # %% ../nbs/16_lab.ipynb #a7ea77df
 def rules_text(s: Session) -> list[str]:
@@ -144,6 +147,11 @@ CREATE TABLE IF NOT EXISTS lab_games (
 CREATE TABLE IF NOT EXISTS batches (
     game_id TEXT NOT NULL, n INTEGER NOT NULL, role TEXT NOT NULL, calls TEXT NOT NULL, at REAL NOT NULL,
     PRIMARY KEY (game_id, n));
+CREATE TABLE IF NOT EXISTS asides (
+    game_id TEXT NOT NULL, role TEXT NOT NULL, n INTEGER NOT NULL, t REAL NOT NULL, at REAL NOT NULL,
+    text TEXT NOT NULL, PRIMARY KEY (game_id, role, n));
+CREATE TABLE IF NOT EXISTS labels (code TEXT PRIMARY KEY, label TEXT UNIQUE NOT NULL, at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS admin_log (at REAL NOT NULL, action TEXT NOT NULL, code TEXT NOT NULL, what TEXT NOT NULL);
 """
 LAB_FILE = 'lab.sqlite'
 
@@ -208,17 +216,17 @@ QUIZ = [('If the other side accepts your standing offer, is the deal at your pri
         ('The clock reaches the deadline before anyone accepts. What happens?',
          ['no deal: surplus 0 for both', 'the item sells at the listing price'], 'no deal: surplus 0 for both')]
 
-def grade(answers: list) -> list[int]:
-    "The indexes of the questions answered wrongly."
-    answers = list(answers) + [None] * len(QUIZ)
-    return [i for i, (q, opts, right) in enumerate(QUIZ) if answers[i] != right]
+def grade(answers: list, quiz=QUIZ) -> list[int]:
+    "The indexes of the questions of `quiz` answered wrongly."
+    answers = list(answers) + [None] * len(quiz)
+    return [i for i, (q, opts, right) in enumerate(quiz) if answers[i] != right]
 
 QUIZ_KEPT = 20   # tries kept per participant: the first 19 and the latest; each carries its number `n`
 
-def _answers(raw) -> list:
+def _answers(raw, quiz=QUIZ) -> list:
     "One try's answers as kept: each one of its question's options, else None; nothing else is stored."
-    raw = (raw if isinstance(raw, list) else [])[:len(QUIZ)] + [None] * len(QUIZ)
-    return [a if isinstance(a, str) and a in opts else None for a, (q, opts, right) in zip(raw, QUIZ)]
+    raw = (raw if isinstance(raw, list) else [])[:len(quiz)] + [None] * len(quiz)
+    return [a if isinstance(a, str) and a in opts else None for a, (q, opts, right) in zip(raw, quiz)]
 
 def _tried(tries: list, answers: list, t: float) -> list:
     "The kept tries after one more: numbered, at most `QUIZ_KEPT` of them."
@@ -273,7 +281,7 @@ class View:
                   'deadline': b.rules.deadline, 'now': 0.0, 'time_left': b.rules.deadline, 'your_offer': None,
                   'their_offer': None, 'history': [], 'errors': [], 'your_turn': False, 'over': None,
                   'notices': [], 'refused': 0, 'max_refused': b.rules.max_invalid, 'turn_until': None,
-                  'their_turn_until': None, 'partner_away': None, 'done_seq': None}
+                  'their_turn_until': None, 'partner_away': None, 'done_seq': None, 'asides': False}
         self.shown = set()     # ids of the calls whose results are in the view already
         self.second = b.first_mover is not b.role      # the other side moves first
 
@@ -328,6 +336,7 @@ def observe(self: View, obs, sent: dict, at: float | None = None):
 class PersonSeat:
     "The seat of one participant in one game: hands the browser each observation and waits for an action."
     messages = None
+    asides = False     # whether they may send messages out of turn (`Lab.aside`): their partner is a person
     def info(self): return None
     def __init__(self, lab, code: str, game_id: str, k: int):
         self.lab, self.code, self.game_id, self.k = lab, code, game_id, k
@@ -337,6 +346,7 @@ class PersonSeat:
 
     async def start(self, brief):
         self.brief, self.view = brief, View(self.game_id, self.k, brief)
+        self.view.d['asides'] = self.asides
         L = brief.item.listing_price
         self.limits = Limits(max_price=int(brief.rules.price_cap * L), max_text=brief.rules.max_message,
                              max_wait=brief.rules.deadline)
@@ -461,7 +471,7 @@ async def play_live(lab, game_id: str, k: dict, scenario, seats: dict, seed: int
     agents = {r: (PersonSeat(lab, x[6:], game_id, k[r]) if x.startswith('human:') else make_agent(x))
               for r, x in seats.items()}
     people = [a for a in agents.values() if isinstance(a, PersonSeat)]
-    for a in people: lab.seats[a.code], a.clock = a, clock
+    for a in people: lab.seats[a.code], a.clock, a.asides = a, clock, len(people) == 2    # out of turn: to a person
     for r, a in agents.items():
         try: await a.start(eng.brief(r))
         except Exception as e: _failed(eng, r, e, failure)
@@ -539,6 +549,9 @@ class Lab:
         self.queued = {}     # code -> when they joined the queue for a partner
         self.left = {}       # game id -> the code of the participant who left it (their page closed too long)
         self.restoring = {}  # game id -> (index, seats) of a game cut off by a restart that will be replayed
+        self.quiz = list(self.session.quiz or QUIZ)
+        self.paused = set()  # codes the experimenter paused: no game starts for them until they are let go on
+        self.dropped = {c for (c,) in self.con.execute("SELECT code FROM participants WHERE stage='dropped'")}
 
     def close(self):
         self.store.close()
@@ -649,28 +662,33 @@ def payoff_page(self: Lab, code: str) -> dict:
                        'price': g['price'], 'surplus': g['surplus'] / 100} for i, g in enumerate(games)]}
 
 # %% ../nbs/16_lab.ipynb #d8018a53
+PAUSED = {'stage': 'paused', 'why': 'The experimenter has paused your session for a moment. Please keep this page '
+                                    'open: it goes on by itself.'}
+
 @patch
 def state(self: Lab, code: str) -> dict:
     "What participant `code` sees now."
     p, s = self.participant(code), self.session
     st = p['stage']
+    if st in ('declined', 'dropped'): return {'stage': st}
+    if st == 'done': return self.payoff_page(code)
+    if code in self.paused and code not in self.seats: return dict(PAUSED)      # a game in play is played out
     if st == 'consent': return {'stage': 'consent', 'text': s.consent}
-    if st == 'declined': return {'stage': 'declined'}
     if st == 'instructions':
         tries = json.loads(p['answers'])
-        last = tries[-1]['answers'] if tries else [None] * len(QUIZ)      # a wrong try: kept on the page
+        last = tries[-1]['answers'] if tries else [None] * len(self.quiz)      # a wrong try: kept on the page
         return {'stage': 'instructions', 'text': s.instructions, 'rules': rules_text(s), 'deadline': s.deadline,
                 'games': s.games, 'fee': s.fee, 'rate': s.rate, 'cap': s.cap,
-                'quiz': [{'q': q, 'options': o} for q, o, _ in QUIZ], 'wrong': grade(last) if tries else [],
-                'answers': last}
-    if st == 'done': return self.payoff_page(code)
+                'quiz': [{'q': q, 'options': list(o)} for q, o, _ in self.quiz],
+                'wrong': grade(last, self.quiz) if tries else [], 'answers': last}
     if (seat := self.seats.get(code)) and seat.view: return seat.snapshot()
     return self.last.get(code) or {'stage': 'waiting'}
 
 # %% ../nbs/16_lab.ipynb #2c1e6cf8
 @patch
 def show(self: Lab, code: str, state: dict):
-    "Remember `state` as what `code` sees, and send it to each of their open pages."
+    "Remember `state` as what `code` sees, and send it to each of their open pages (whose part ended: that it did)."
+    if code in self.dropped: state = {'stage': 'dropped'}
     self.last[code] = state
     text = json.dumps(state)
     for ws in list(self.socks.get(code, ())):
@@ -680,6 +698,7 @@ def show(self: Lab, code: str, state: dict):
 @patch
 def away(self: Lab, code: str) -> float:
     "Seconds since `code`'s last page closed (0 while one is open, or none was open since the server started)."
+    if code in self.dropped: return math.inf              # the experimenter ended their part: gone for good
     if self.socks.get(code) or code not in self.gone: return 0.0
     return time.monotonic() - self.gone[code]
 
@@ -739,21 +758,49 @@ def disconnect(self: Lab, code: str, ws):
 def handle(self: Lab, code: str, msg: dict):
     "One message from a participant's page: consent, the check's answers, a game action, or 'next game'."
     p, kind = self.participant(code), msg.get('type') if isinstance(msg, dict) else None
+    if p['stage'] == 'dropped' or (code in self.paused and code not in self.seats):   # nothing counts: said again
+        return self.show(code, self.state(code))
     if kind == 'consent' and p['stage'] == 'consent':
         if msg.get('agree') is True: self._set(code, stage='instructions', consent_at=time.time())
         else: self._set(code, stage='declined', declined_at=time.time())
     elif kind == 'quiz' and p['stage'] == 'instructions':
-        answers = _answers(msg.get('answers'))
+        answers = _answers(msg.get('answers'), self.quiz)
         self._set(code, answers=json.dumps(_tried(json.loads(p['answers']), answers, time.time())))
-        if not grade(answers):
+        if not grade(answers, self.quiz):
             self._set(code, stage='play', passed_at=time.time())
             return self.next_game(code)
     elif kind == 'act' and (seat := self.seats.get(code)) and seat.view.d['your_turn'] and seat.actions.empty():
         return seat.actions.put_nowait(msg)
+    elif kind == 'act' and seat and not seat.view.d['your_turn'] and msg.get('tool') == 'send_message':
+        return self.aside(code, seat, msg)
     elif kind == 'next' and p['stage'] == 'play':
         return self.next_game(code)
     else: return
     self.show(code, self.state(code))
+
+# %% ../nbs/16_lab.ipynb #d966970f
+ASIDES = 20   # messages a participant may send out of turn in one game
+
+@patch
+def aside(self: Lab, code: str, seat: PersonSeat, msg: dict):
+    "A message sent out of turn: on both pages at once, kept in `asides`; the engine's transcript never holds it."
+    d, text, other, role = seat.view.d, (msg.get('args') or {}).get('text'), self._partner(code), seat.brief.role.value
+    n = self.con.execute('SELECT COUNT(*) FROM asides WHERE game_id=? AND role=?', (seat.game_id, role)).fetchone()[0]
+    why = (('not_your_turn', 'it is not your move, and a program reads messages on your move only')
+           if not d['asides'] or other is None or d['over'] else
+           ('wrong_type', f'a message is a text of 1 to {seat.limits.max_text} characters')
+           if not isinstance(text, str) or not text.strip() or len(text) > seat.limits.max_text else
+           ('too_many_asides', f'at most {ASIDES} messages out of turn in a game: send this one on your move')
+           if n >= ASIDES else None)
+    if why:
+        d['errors'] = [{'tool': 'send_message', 'code': why[0], 'text': f'{why[1]} ({why[0]})'}]
+        return seat.push()
+    t = round(seat.clock(), 2)
+    self.con.execute('INSERT INTO asides VALUES (?,?,?,?,?,?)', (seat.game_id, role, n, t, time.time(), text))
+    d.update(errors=[], done_seq=msg.get('seq'))
+    for s, who in ((seat, 'you'), (other, 'them')):
+        s.view.d['history'].append({**_event(who, {'t': t, 'action': 'message', 'text': text}), 'aside': True})
+        s.push()
 
 # %% ../nbs/16_lab.ipynb #b8d5ad4c
 MAX_FRAME, FRAME_BURST, FRAME_RATE = 64 * 1024, 20, 5.0     # bytes a frame; frames at once; frames a second
@@ -863,6 +910,7 @@ def next_game(self: Lab, code: str):
         self._set(code, stage='done', finished_at=time.time(), payoff=pay)
         self.last.pop(code, None)
         return self.show(code, self.state(code))
+    if code in self.paused: return self.show(code, dict(PAUSED))           # held by the experimenter (16b)
     if p['opponent'] != HUMAN:
         return self.start_game({Role(p['role']): f'human:{code}', Role(p['role']).other: p['opponent']})
     self.queue.append(code)
@@ -901,6 +949,8 @@ def admin_html(lab: Lab, base: str) -> str:
                                               'link'))
     return (f'<!doctype html><html><head><meta charset="utf-8"><title>Lab admin</title></head><body>'
             f"<h1>Lab session</h1><p>{e(json.dumps({**session_json(s), 'seed': 'secret'})[:2000])}</p>"
+            + ' '.join(f'<a id="{k}" href="{e(base)}/admin/{k}?token={e(admin_token(lab.con))}">{k}</a>'
+                       for k in ('monitor', 'payments')) +
             f'<table border="1"><tr>{head}</tr>{"".join(rows)}</table></body></html>')
 
 # %% ../nbs/16_lab.ipynb #4aefa15f
@@ -910,7 +960,6 @@ def make_app(lab: Lab, base: str = ''):
     from starlette.responses import HTMLResponse, PlainTextResponse
     from starlette.routing import Route, WebSocketRoute
     token = admin_token(lab.con)
-
     async def participant(request):
         if lab.code_of(request.path_params['token']) is None: return PlainTextResponse('no such link', 404)
         return HTMLResponse(page(), headers={'Cache-Control': 'no-store'})
@@ -931,8 +980,9 @@ def make_app(lab: Lab, base: str = ''):
         except Exception: pass
         finally: lab.disconnect(code, ws)
 
-    routes = [Route('/p/{token}', participant), Route('/admin', admin), WebSocketRoute('/ws/{token}', socket)]
-    return Starlette(routes=routes)
+    from bilateral.lab_admin import admin_routes    # the monitor, payments, exports and the room (16b_lab_admin)
+    return Starlette(routes=[Route('/p/{token}', participant), Route('/admin', admin),
+                             WebSocketRoute('/ws/{token}', socket)] + admin_routes(lab, token, base))
 
 # %% ../nbs/16_lab.ipynb #b429c151
 LOCK_FILE = 'lab.lock'
@@ -960,6 +1010,7 @@ def serve(d: str | Path, session: Session | None = None, host: str = '127.0.0.1'
           out=print) -> None:
     "Run a session's server until Ctrl-C: create or resume it in `d`, print the admin link and one link each."
     import uvicorn
+    from bilateral.lab_admin import room_token
     from contextlib import ExitStack
     with ExitStack() as held:
         sock = held.enter_context(listen(host, port))   # the port, then the directory, before any file is opened
@@ -971,6 +1022,7 @@ def serve(d: str | Path, session: Session | None = None, host: str = '127.0.0.1'
             out(f"resumed: {r['done']} game(s) found stored, {r['restored']} replayed to go on where they stopped, "
                 f"{r['interrupted']} cut off by the restart (not scored)")
         out(f'admin: {base}/admin?token={admin_token(lab.con)}')
+        out(f'room: {base}/room/{room_token(lab.con)}')     # one link for everyone (16b_lab_admin)
         for code, link in links(lab.con, base): out(f'{code}: {link}')
         config = uvicorn.Config(make_app(lab, base), log_level='warning', ws='auto', ws_max_size=MAX_FRAME,
                                 timeout_graceful_shutdown=5)
@@ -1031,15 +1083,25 @@ def export_csv(d: str | Path, out: str | Path | None = None) -> Path:
 
 # %% ../nbs/16_lab.ipynb #21e60315
 def _session(a) -> Session | None:
-    "The session the flags define; None when none is given (resume the one in the directory)."
-    if not a.treatment: return None
+    "The session the flags define, with `--session FILE`'s texts and check; None when none is given (resume)."
+    from bilateral.lab_admin import read_labels, read_session_file
+    given = read_session_file(a.session) if getattr(a, 'session', None) else {}
+    if getattr(a, 'labels', None): given['labels'] = read_labels(a.labels)
+    if not a.treatment:
+        if given: raise ConfigError('a new session needs --treatment beside --session/--labels; to resume, DIR alone')
+        return None
     read = lambda p, default: Path(p).read_text() if p else default
+    texts = {'consent': read(a.consent, given.pop('consent', CONSENT)),
+             'instructions': read(a.instructions, given.pop('instructions', INSTRUCTIONS))}
     return Session(tuple(parse_treatment(t) for t in a.treatment), a.preset, a.games, a.deadline, a.fee, a.rate,
-                   read(a.consent, CONSENT), read(a.instructions, INSTRUCTIONS), a.seed, a.leave_after, a.cap,
-                   a.turn_limit, a.match_wait, a.fallback, a.stranger_wait)
+                   seed=a.seed, leave_after=a.leave_after, cap=a.cap, turn_limit=a.turn_limit,
+                   match_wait=a.match_wait, fallback=a.fallback, stranger_wait=a.stranger_wait, **texts, **given)
 
 def cmd_lab(a) -> str:
-    "`bilateral lab run|export`."
+    "`bilateral lab run|export`; the experimenter's other commands are `16b_lab_admin`'s."
+    if a.action not in ('run', 'export') or getattr(a, 'actions', False):
+        from bilateral.lab_admin import cmd_admin
+        return cmd_admin(a)
     if not (Path(a.dir) / LAB_FILE).exists() and (a.action == 'export' or not a.treatment):
         raise ConfigError(f'no lab session in {a.dir}: define one with `bilateral lab run DIR --treatment ...`')
     if a.action == 'export': return f'wrote {export_csv(a.dir, a.out)}'
@@ -1055,6 +1117,10 @@ def _session_options(r):
     r.add_argument('--fee', type=float, default=Session.fee, help='show-up fee')
     r.add_argument('--rate', type=float, default=Session.rate, help='money per dollar of surplus')
     r.add_argument('--cap', type=float, default=Session.cap, help='the most a participant is paid, fee included')
+    r.add_argument('--session', default=None, metavar='FILE',
+                   help='a TOML or JSON file with the consent text, the instructions and the check (`lab example`)')
+    r.add_argument('--labels', default=None, metavar='FILE',
+                   help="the participant labels the session's room admits, one a line (default: any label)")
     r.add_argument('--consent', default=None, help='a text file with the consent text')
     r.add_argument('--instructions', default=None, help='a text file with the instructions')
     r.add_argument('--seed', type=int, default=None,
@@ -1085,4 +1151,7 @@ def add_lab(sub, parser_class=argparse.ArgumentParser):
     e = acts.add_parser('export', help='one CSV row per participant and game (oTree-style column names)')
     e.add_argument('dir')
     e.add_argument('--out', default=None)
+    e.add_argument('--actions', action='store_true', help='one row per action of every game instead (16b)')
+    from bilateral.lab_admin import add_admin_actions
+    add_admin_actions(acts)
     lab.set_defaults(fn=cmd_lab)

@@ -2,6 +2,7 @@
 (Playwright, as tests/test_view.py drives it) and over WebSockets (tests/lab_bot.py); the session's store read back by
 `bilateral report` and `bilateral lab export`. Skipped, saying why, where no Chromium is installed."""
 import asyncio, csv, json, shutil, signal, subprocess, sys, time, urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 import pytest
 from conftest import child, fault_agent
@@ -170,6 +171,25 @@ def _pass_check(page):
     page.click('#check')
     page.wait_for_selector('#app[data-turn="1"]', state='attached')
 
+@contextmanager
+def _in_a_game(tmp_path):
+    """A buyer's page in Chromium past consent and the check, in their one game against boulware (seed 5, 120 s): a
+    dict of the session's `d`, `port`, `server` (what `start` gave: replace it after a restart) and `page`. At the end
+    the server stops and the page's script errors are checked."""
+    from playwright.sync_api import sync_playwright
+    d, port, errors = tmp_path / 'session', free_port(), []
+    box = {'d': d, 'port': port, 'server': start(d, port, 1, '--treatment', '1:buyer:boulware', '--games', '1',
+                                                 '--deadline', '120', '--seed', '5')}
+    try:
+        with sync_playwright() as pw:
+            browser, box['page'] = _browser(pw, errors)
+            box['page'].goto(links(box['server'][2])['P01'])
+            _pass_check(box['page'])
+            yield box
+            browser.close()
+    finally: stop(*box['server'][:2])
+    assert not errors, errors
+
 NEEDS_CHROMIUM = pytest.mark.skipif(CHROMIUM is None, reason="the browser test needs Debian's chromium")
 
 @NEEDS_CHROMIUM
@@ -209,53 +229,43 @@ def test_the_game_page(tmp_path):
     what was typed stays; an accepted offer empties its inputs (its note does not go out again with the next offer) and
     shows at once, before the other side moves; "$1,234.50" is read as a price; the history says "They offer"; Leave
     asks first; the end is a sentence, on the game page and the payoff page."""
-    from playwright.sync_api import sync_playwright
-    d, port, errors = tmp_path / 'session', free_port(), []
-    cm, proc, lines = start(d, port, 1, '--treatment', '1:buyer:boulware', '--games', '1', '--deadline', '120',
-                            '--seed', '5')
-    try:
-        with sync_playwright() as pw:
-            browser, page = _browser(pw, errors)
-            page.goto(links(lines)['P01'])
-            _pass_check(page)
-            value = page.evaluate('state.private.amount')
-            page.fill('#price', 'ten dollars')
-            page.fill('#note', 'kept')
-            page.click('#offer')                                     # refused: said, and nothing typed is lost
-            page.wait_for_function('state.errors.length > 0')
-            assert 'write a number' in page.inner_text('p.error') and '(wrong_type)' in page.inner_text('p.error')
-            assert (page.input_value('#price'), page.input_value('#note')) == ('ten dollars', 'kept')
-            first = round(value * 0.5, 2)
-            page.fill('#price', f'{first:.2f}')
-            page.fill('#note', 'first note')
-            page.click('#offer')
-            page.wait_for_function('!state.your_turn')                  # taken (the frame that says so)
-            assert (page.input_value('#price'), page.input_value('#note')) == ('', '')          # taken: emptied
-            page.wait_for_function('state.your_offer !== null && !state.history.some(h => h.who === "them")')
-            assert page.evaluate('state.your_offer.price') == first                           # before they move
-            page.wait_for_function('state.your_turn && state.history.some(h => h.who === "them")', timeout=60_000)
-            page.fill('#price', f'${value * 0.6:,.2f}')
-            page.click('#offer')
-            page.wait_for_function('state.history.filter(h => h.who === "you").length === 2')
-            assert page.evaluate('state.history.filter(h => h.who === "you").map(h => h.text)') == ['first note', '']
-            rows = page.inner_text('#history')
-            assert 'They\toffer $' in rows and 'You\toffer $' in rows and 'offers' not in rows, rows
-            page.wait_for_function('state.your_turn', timeout=60_000)
-            page.click('#quit')
-            page.wait_for_selector('#confirm')
-            assert page.evaluate('state.over') is None                # not yet
-            page.click('#quit-no')
-            assert page.query_selector('#confirm') is None and page.evaluate('state.over') is None
-            page.click('#quit')
-            page.click('#quit-yes')
-            page.wait_for_selector('#over')
-            assert page.inner_text('#why').startswith('You left the negotiation: no deal.'), page.inner_text('#why')
-            page.click('#next')
-            page.wait_for_selector('#payoff')
-            assert 'someone left' in page.inner_text('#app') and 'quit' not in page.inner_text('#app')
-            browser.close()
-    finally: stop(cm, proc)
-    assert not errors, errors
+    with _in_a_game(tmp_path) as box:
+        d, page = box['d'], box['page']
+        value = page.evaluate('state.private.amount')
+        page.fill('#price', 'ten dollars')
+        page.fill('#note', 'kept')
+        page.click('#offer')                                     # refused: said, and nothing typed is lost
+        page.wait_for_function('state.errors.length > 0')
+        assert 'write a number' in page.inner_text('p.error') and '(wrong_type)' in page.inner_text('p.error')
+        assert (page.input_value('#price'), page.input_value('#note')) == ('ten dollars', 'kept')
+        first = round(value * 0.5, 2)
+        page.fill('#price', f'{first:.2f}')
+        page.fill('#note', 'first note')
+        page.click('#offer')
+        page.wait_for_function('!state.your_turn')                  # taken (the frame that says so)
+        assert (page.input_value('#price'), page.input_value('#note')) == ('', '')          # taken: emptied
+        page.wait_for_function('state.your_offer !== null && !state.history.some(h => h.who === "them")')
+        assert page.evaluate('state.your_offer.price') == first                           # before they move
+        page.wait_for_function('state.your_turn && state.history.some(h => h.who === "them")', timeout=60_000)
+        page.fill('#price', f'${value * 0.6:,.2f}')
+        page.click('#offer')
+        page.wait_for_function('state.history.filter(h => h.who === "you").length === 2')
+        assert page.evaluate('state.history.filter(h => h.who === "you").map(h => h.text)') == ['first note', '']
+        rows = page.inner_text('#history')
+        assert 'They\toffer $' in rows and 'You\toffer $' in rows and 'offers' not in rows, rows
+        page.wait_for_function('state.your_turn', timeout=60_000)
+        page.click('#quit')
+        page.wait_for_selector('#confirm')
+        assert page.evaluate('state.over') is None                # not yet
+        page.click('#quit-no')
+        assert page.query_selector('#confirm') is None and page.evaluate('state.over') is None
+        page.click('#quit')
+        page.click('#quit-yes')
+        page.wait_for_selector('#over')
+        assert page.inner_text('#why').startswith('You left the negotiation: no deal.'), page.inner_text('#why')
+        page.click('#next')
+        page.wait_for_selector('#payoff')
+        assert 'someone left' in page.inner_text('#app') and 'quit' not in page.inner_text('#app')
     with Store(d, create=False) as st:
         (t,) = [t for _, t in st.transcripts()]
         assert st.failures().empty
@@ -269,39 +279,29 @@ def test_a_lost_connection_in_the_browser(tmp_path):
     """Issue 56, 9 in Chromium: the server stops mid-game: the page says the connection is lost and no button works;
     the same command starts it again: the page reconnects to the same game, replayed where it stopped, with its
     history, and the participant plays no extra game."""
-    from playwright.sync_api import sync_playwright
-    d, port, errors = tmp_path / 'session', free_port(), []
-    cm, proc, lines = start(d, port, 1, '--treatment', '1:buyer:boulware', '--games', '1', '--deadline', '120',
-                            '--seed', '5')
-    try:
-        with sync_playwright() as pw:
-            browser, page = _browser(pw, errors)
-            page.goto(links(lines)['P01'])
-            _pass_check(page)
-            page.fill('#price', f"{page.evaluate('state.private.amount') * 0.5:.2f}")
-            page.click('#offer')
-            page.wait_for_function('state.your_turn && state.history.some(h => h.who === "them")', timeout=60_000)
-            before = page.evaluate('[state.game_id, state.k, state.history]')
-            stop(cm, proc)                                           # the connection is lost
-            page.wait_for_selector('#offline')
-            assert 'connection' in page.inner_text('#offline') and page.query_selector_all('button')
-            assert all(b.is_disabled() for b in page.query_selector_all('button'))
-            cm, proc, lines = start(d, port, 1)
-            assert '1 replayed' in lines[0], lines
-            page.wait_for_selector('#offline', state='detached', timeout=30_000)
-            page.wait_for_function(f'state.stage === "game" && state.history.length >= {len(before[2])}')
-            after = page.evaluate('[state.game_id, state.k, state.history]')
-            assert after[:2] == before[:2] and after[2][:len(before[2])] == before[2]     # the same game, on
-            page.wait_for_function('state.your_turn', timeout=60_000)
-            page.click('#quit')
-            page.click('#quit-yes')
-            page.wait_for_selector('#over')
-            page.click('#next')
-            page.wait_for_selector('#payoff')
-            assert page.evaluate('state.games.length') == 1
-            browser.close()
-    finally: stop(cm, proc)
-    assert not errors, errors
+    with _in_a_game(tmp_path) as box:
+        d, page = box['d'], box['page']
+        page.fill('#price', f"{page.evaluate('state.private.amount') * 0.5:.2f}")
+        page.click('#offer')
+        page.wait_for_function('state.your_turn && state.history.some(h => h.who === "them")', timeout=60_000)
+        before = page.evaluate('[state.game_id, state.k, state.history]')
+        stop(*box['server'][:2])                                 # the connection is lost
+        page.wait_for_selector('#offline')
+        assert 'connection' in page.inner_text('#offline') and page.query_selector_all('button')
+        assert all(b.is_disabled() for b in page.query_selector_all('button'))
+        box['server'] = start(d, box['port'], 1)
+        assert '1 replayed' in box['server'][2][0], box['server'][2]
+        page.wait_for_selector('#offline', state='detached', timeout=30_000)
+        page.wait_for_function(f'state.stage === "game" && state.history.length >= {len(before[2])}')
+        after = page.evaluate('[state.game_id, state.k, state.history]')
+        assert after[:2] == before[:2] and after[2][:len(before[2])] == before[2]     # the same game, on
+        page.wait_for_function('state.your_turn', timeout=60_000)
+        page.click('#quit')
+        page.click('#quit-yes')
+        page.wait_for_selector('#over')
+        page.click('#next')
+        page.wait_for_selector('#payoff')
+        assert page.evaluate('state.games.length') == 1
     assert _lab_rows(d, 'SELECT game_id, status FROM lab_games') == [('L0000', 'done')]
     with Store(d, create=False) as st: assert st.count() == 1 and st.failures().empty
 

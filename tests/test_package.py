@@ -26,7 +26,7 @@ def test_wheel_runs_without_checkout(root, tmp_path):
     assert r.returncode == 0 and 'profile smoke' in r.stdout, r.stderr[-2000:]
     assert (tmp_path / 'run' / 'figures' / 'leaderboard.png').exists()
     assert all((target / 'bilateral' / f).is_file() for f in ('view.js', 'view-game.css', 'view-page.css', 'lab.js',
-                                                               'lab.css'))
+                                                               'lab.css', 'lab_session.toml', 'lab_monitor.js'))
     # the page, with the shipped script
     assert 'window.__bilateralChunk' in (tmp_path / 'run' / 'report.html').read_text()
     cells = json.loads((tmp_path / 'run' / 'report.ipynb').read_text())['cells']

@@ -140,8 +140,9 @@ function actions(s) {
       on: {click: () => act('reject_offer', {offer_id: theirs.offer_id, ...textArg('reason', reason)}, true,
                             ['reason'])}},
       'Reject their offer')),
-    el('div', {}, say, el('button', {id: 'send', disabled: dis,
-      on: {click: () => act('send_message', {text: say.value}, true, ['say'])}}, 'Send message')),
+    el('div', {}, say, el('button', {id: 'send', disabled: !online || !!s.over || !(mine || s.asides),
+      on: {click: () => act('send_message', {text: say.value}, true, ['say'])}},   // out of turn too, to a person
+      mine || !s.asides ? 'Send message' : 'Send message now')),
     el('div', {}, el('button', {id: 'waitreply', disabled: dis, on: {click: () => act('wait_for_response', {})}},
       'Wait for their reply'), secs, el('button', {id: 'wait', disabled: dis,
       on: {click: () => act('wait', {seconds: num(secs.value)}, false, ['secs'])}}, 'Wait seconds'),
@@ -191,7 +192,10 @@ function payoff(s) {
 
 const screens = {consent, instructions, game, payoff,
   declined: () => [el('h1', {}, 'Thank you'), el('p', {}, 'You chose not to take part. You may close this page.')],
-  waiting: s => [el('h1', {}, 'Please wait'), el('p', {}, s.why || 'Your next game is being prepared.')]};
+  waiting: s => [el('h1', {}, 'Please wait'), el('p', {}, s.why || 'Your next game is being prepared.')],
+  paused: s => [el('h1', {}, 'Paused'), el('p', {id: 'paused'}, s.why)],
+  dropped: () => [el('h1', {}, 'Thank you'), el('p', {id: 'dropped'}, 'The experimenter has ended your part of ' +
+    'the session. Please follow their instructions; you may close this page.')]};
 
 function draw() {
   const keep = {};

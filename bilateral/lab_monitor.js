@@ -1,0 +1,1 @@
+../nbs/assets/lab_monitor.js
