@@ -238,18 +238,21 @@ async def _probe_complete(self: LocalAgent, messages: list, tools: list) -> Repl
     content, calls = parse_tool_calls(text)
     return Reply(content, calls, 'tool_calls' if calls else 'stop', n_in, n_out, time.perf_counter() - t0)
 
-# %% ../nbs/10e_probes.ipynb #400a30bd
+# %% ../nbs/10e_probes.ipynb #9091556d
 @patch
-def _take_reports(self: ChatAgent, calls: list, why: str | None) -> str | None:
-    "Keep each `report_belief` call as an answer (to the probe due, else volunteered), answer it; None once answered."
+def _take_reports(self: ChatAgent, calls: list, asked: dict | None) -> dict | None:
+    "Keep each `report_belief` call as the answer to the probe `asked` (else volunteered), answer it; None once used."
     for c in calls:
         if c.name != 'report_belief': continue
-        self._keep_answer(self._probe_record(why or 'volunteered'), None, [c])
+        if asked is None: self._keep_answer(self._probe_record('volunteered'), None, [c])
+        else:
+            asked.update(parse_belief(None, [c]), answer=_said(None, [c]))
+            self.probe_usage['unreadable'] -= asked['estimate'] is not None
         self.messages.append({'role': 'tool', 'tool_call_id': c.id, 'content': '{"ok": true, "recorded": true}'})
-        why = None
-    return why
+        asked = None
+    return asked
 
-# %% ../nbs/10e_probes.ipynb #b179cedd
+# %% ../nbs/10e_probes.ipynb #46591afb
 @patch
 async def _act_tool(self: ChatAgent, obs: Observation, why: str | None) -> list[ToolCall]:
     "`act` of the tool variant: a due probe asks in the conversation; `report_belief` calls stay out of the game."
@@ -257,8 +260,11 @@ async def _act_tool(self: ChatAgent, obs: Observation, why: str | None) -> list[
         self.messages = [{'role': 'system', 'content': system_prompt(self.brief)},
                          {'role': 'user', 'content': opening(self.brief, obs.update)}]
     else: self._answer(obs)
-    if why: self.messages.append({'role': 'user', 'content': probe_question(self.brief.role, self.probes.level,
-                                                                            TOOL_QUESTION)})
+    asked = None
+    if why:            # the probe is kept as missing from the moment it is asked, until a report answers it
+        self.messages.append({'role': 'user', 'content': probe_question(self.brief.role, self.probes.level,
+                                                                        TOOL_QUESTION)})
+        asked = self._keep_answer(self._probe_record(why), None, [])
     calls = []
     for _ in range(2):         # a reply of belief reports alone is answered, and the seat asked once more for its move
         self._check_limits()
@@ -268,9 +274,8 @@ async def _act_tool(self: ChatAgent, obs: Observation, why: str | None) -> list[
             self.usage['unreadable'] += 1
             break
         calls = self._record(reply)
-        why = self._take_reports(calls, why)
+        asked = self._take_reports(calls, asked)
         if any(c.name != 'report_belief' for c in calls) or not calls: break
-    if why: self._keep_answer(self._probe_record(why), None, [])          # asked, and no report came
     return [c for c in calls if c.name != 'report_belief']
 
 # %% ../nbs/10e_probes.ipynb #3fea894e
