@@ -169,6 +169,13 @@ def test_openai_seat_answers_are_read_and_scored(belief_server, tmp_path):
     assert (pt.error_lo <= pt.error).all() and (pt.error <= pt.error_hi).all() and pt.ref_error.notna().all()
     md = belief_report(tmp_path, n_boot=50)['markdown']
     assert 'Probed seats' in md and 'agents that infer better earn more' in md
+    from bilateral.report import write_report
+    import pandas as pd
+    rep = write_report(tmp_path, n_boot=20, figures=False)            # the run stored probes: beliefs are written
+    assert {'tables/beliefs.csv', 'tables/probes.csv'} <= set(rep['summary']['tables'])
+    stored = pd.read_csv(tmp_path / 'tables' / 'probes.csv')
+    assert len(stored) == 2 and (stored.unit == 'scenario').all()
+    assert (tmp_path / 'beliefs.md').read_text() == rep['beliefs']['markdown']
 
 
 if __name__ == '__main__':
