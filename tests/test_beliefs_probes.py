@@ -103,6 +103,34 @@ def test_hf_seat_probed_by_request_plays_byte_for_byte(tiny_model, temperature):
     assert asked >= 4
 
 
+def test_hf_probes_in_a_batched_tournament_change_no_game(tiny_model, tmp_path):
+    """18 games at once on one local model (its requests batched together), with and without probes: the probes join
+    the batches, and every stored game and conversation is the same, byte for byte."""
+    from bilateral.tournament import TournamentSpec, run_tournament
+    from bilateral.store import Store
+    from bilateral.core import dumps
+    import bilateral.probes  # noqa: F401
+    d, _ = tiny_model
+    out = {}
+    for name, extra in (('plain', ''), ('probed', '&probe=request')):
+        spec = TournamentSpec((f'hf:{d}?window=4&max_turns=12' + extra, 'linear', 'boulware'), games_per_pair=3,
+                              seed=1, self_play=False)
+        run_tournament(spec, tmp_path / name, concurrency=8, progress=False, workers=1)
+        with Store(tmp_path / name, create=False) as st:
+            index = dict(zip(*st.rows()[['game_id', 'scenario_index']].T.values))
+            games = {}
+            for g, t in st.transcripts():
+                key = (t['agents']['buyer'].split('?')[0], t['agents']['seller'].split('?')[0], int(index[g]))
+                info = {r: {k: v for k, v in i.items() if k not in ('probes', 'latency_s', 'wall_s')}
+                        for r, i in (t.get('agent_info') or {}).items()}
+                games[key] = (dumps({**t, 'agents': None, 'agent_info': info}), dumps(st.messages(g)))
+            out[name] = games
+    assert len(out['plain']) == 18 and out['plain'].keys() == out['probed'].keys()
+    assert all(out['plain'][k] == out['probed'][k] for k in out['plain'])
+    from bilateral.probes import probe_traces
+    assert len(probe_traces(tmp_path / 'probed')) > 0 and probe_traces(tmp_path / 'plain').empty
+
+
 def test_hf_seat_tool_variant(tiny_model):
     """`probe=tool`: `report_belief` is among the tools the model reads, the question is in its conversation at each
     probe, and every probe is stored (the tiny model, never taught the tool, leaves them missing)."""
