@@ -138,7 +138,7 @@ def parse_belief(text: str | None,   # the reply's text
         if (got := _from_object(obj))[0] is not None: return _cents(*got)
     return _cents(*(_from_words(text) if text and '{' not in text else (None, None, None)))
 
-# %% ../nbs/10e_probes.ipynb #3f61ce34
+# %% ../nbs/10e_probes.ipynb #d26c036b
 ChatAgent.probes = None   # a seat is not probed unless `set_probes` (or a spec's `probe=` option) says so
 
 def set_probes(agent: ChatAgent, probes: Probes | None) -> ChatAgent:
@@ -146,6 +146,7 @@ def set_probes(agent: ChatAgent, probes: Probes | None) -> ChatAgent:
     agent.probes, agent.beliefs = probes, []
     agent.probe_usage = dict(calls=0, tokens_in=0, tokens_out=0, unreadable=0, failed=0)
     agent._offer_ids, agent._their, agent._now, agent._probe_k = set(), [], 0.0, 0
+    agent.tools = [t for t in agent.tools if t['function']['name'] != 'report_belief']      # set twice: once
     if probes is not None and probes.mode == 'tool': agent.tools = [*agent.tools, report_belief_tool(probes.level)]
     return agent
 
