@@ -216,7 +216,8 @@ def seat_games(store, every: float | None = None, level: float = 0.9) -> pd.Data
 BELIEF_MEASURES = ['error', 'prior_error', 'gain', 'last_error', 'covered']
 
 def _answers(spec: str) -> str:
-    "Who answers the seat's probes: the reference for a scripted agent; no one yet for other kinds."
+    "Who answers the seat's probes: the reference for a scripted agent, the seat itself where its spec asks it (10e)."
+    if re.search(r'[?&]probe=(request|tool)(&|$)', str(spec)): return 'seat (probe_table)'
     try: return 'reference' if isinstance(make_agent(spec), Scripted) else 'not probed'
     except Exception: return 'not probed'
 

@@ -20,14 +20,17 @@ from .local import release_models
 from .tournament import TournamentSpec, run_tournament_async
 from .analysis import tier_spread, sanity_by, listening, game_paths, LISTEN_MAX
 from .findings import paired_gap
+from .engine import offers
+from .probes import probe_table   # also gives `openai:` and `hf:` seats their `probe` options
 from .plots import ROLE_ORDER, save_chart
 
 # %% auto #0
-__all__ = ['GROUPS', 'OUTCOMES', 'IR_FLAG', 'TIERS', 'BEHAVIOUR_SHOWN', 'LISTEN_SHOWN', 'TENSION', 'SANITY_SHOWN', 'eval_runs',
-           'eval_spec', 'play_runs_async', 'play_runs', 'eval_rows', 'model_roles', 'clustered', 'outcome_table',
-           'headline', 'sanity_table', 'sanity_flags', 'direction', 'gap_pairs', 'model_gaps', 'tier_table',
-           'behaviour_table', 'listening_table', 'eval_tables', 'ci_chart', 'tier_chart', 'eval_figures',
-           'markdown_table', 'verdict', 'tension_sentences', 'findings', 'write_evaluation', 'evaluate']
+__all__ = ['GROUPS', 'OUTCOMES', 'IR_FLAG', 'TIERS', 'BEHAVIOUR_SHOWN', 'LISTEN_SHOWN', 'TENSION', 'SANITY_SHOWN', 'PROBED',
+           'eval_runs', 'eval_spec', 'play_runs_async', 'play_runs', 'eval_rows', 'model_roles', 'clustered',
+           'outcome_table', 'headline', 'sanity_table', 'sanity_flags', 'direction', 'gap_pairs', 'model_gaps',
+           'tier_table', 'behaviour_table', 'listening_table', 'eval_tables', 'ci_chart', 'tier_chart', 'eval_figures',
+           'markdown_table', 'verdict', 'tension_sentences', 'findings', 'write_evaluation', 'evaluate', 'probed_spec',
+           'same_play', 'probe_effect']
 
 # %% ../nbs/11b_evaluate.ipynb #f6c43acf
 def _check_models(models: dict, seen: list, unseen: list):
@@ -403,9 +406,11 @@ def _eval_summary(settings: dict, runs: list, played: list, rows: pd.DataFrame, 
 def evaluate(models: dict, seen: list, unseen: list, out_dir, games_per_pair: int = 20, seed: int = 0,
              preset: str = DEFAULT_PRESET, concurrency: int = 8, n_boot: int = 1000, first_mover: str = 'alternate',
              reference: str | None = None, progress: bool = False, workers: int | None = 1,
-             figures: bool = True, deadline: float = Rules.deadline) -> dict:
+             figures: bool = True, deadline: float = Rules.deadline, probe: str | None = None,
+             probe_every: float | None = None) -> dict:
     """Play every model ({label: agent spec}) against the `seen` and `unseen` opponents in both roles on the same
-    scenarios (resuming the runs under `out_dir/runs`), then write tables, figures, evaluation.md and summary.json."""
+    scenarios (resuming the runs under `out_dir/runs`), then write tables, figures, evaluation.md and summary.json.
+    With `probe` ('request' or 'tool'), `probe_effect` also plays each model probed, under `out_dir/probes`."""
     if not 10 <= n_boot <= 100_000: raise ConfigError(f'n_boot must be 10 to 100,000, got {n_boot}')
     runs = eval_runs(models, seen, unseen, out_dir)
     played = play_runs(runs, games_per_pair=games_per_pair, seed=seed, preset=preset, first_mover=first_mover,
@@ -418,5 +423,56 @@ def evaluate(models: dict, seen: list, unseen: list, out_dir, games_per_pair: in
                 'first_mover': first_mover, 'n_boot': n_boot,
                 'reference': reference or next(iter(models))}
     summary = _eval_summary(settings, runs, played, rows, tables, files)
+    if probe:
+        pe = probe_effect(models, [*seen, *unseen], Path(out_dir) / 'probes', probe, probe_every, games_per_pair,
+                          seed, preset, n_boot, concurrency, deadline)
+        summary['probe_effect'] = {k: _records(pe[k]) for k in ('gaps', 'same', 'beliefs')}
     (Path(out_dir) / 'summary.json').write_text(json.dumps(summary, indent=1))
-    return {'runs': runs, 'rows': rows, 'tables': tables, 'summary': summary}
+    return {'runs': runs, 'rows': rows, 'tables': tables, 'summary': summary, **({'probes': pe} if probe else {})}
+
+# %% ../nbs/11b_evaluate.ipynb #59edee8d
+PROBED = '+probes'   # the label of a model's probed twin
+
+def probed_spec(spec: str, probe: str = 'request', every: float | None = None) -> str:
+    "The same seat with belief probes on: `probe=` (and `probe_every=` with `every`) added to its spec."
+    if re.search(r'[?&]probe(_every)?=', spec): raise ConfigError(f'{spec!r} sets its probes already')
+    extra = f'probe={probe}' + (f'&probe_every={every:g}' if every is not None else '')
+    return spec + ('&' if '?' in spec else '?') + extra
+
+# %% ../nbs/11b_evaluate.ipynb #e7ad8990
+def _by_seat(run: dict) -> dict:
+    "A run's transcripts by the model's role and the scenario's index."
+    with Store(run['run_dir'], create=False) as st:
+        index = dict(zip(*st.rows()[['game_id', 'scenario_index']].T.values))
+        return {('buyer' if t['agents']['buyer'] == run['spec'] else 'seller', int(index[g])): t
+                for g, t in st.transcripts()}
+
+def same_play(runs: list[dict], label: str) -> pd.DataFrame:
+    "Per opponent: paired games of `label` and its probed twin, and how many had the same offers, times and ending."
+    out = []
+    for a in (r for r in runs if r['model'] == label):
+        b = next(r for r in runs if r['model'] == label + PROBED and r['opponent'] == a['opponent'])
+        x, y = _by_seat(a), _by_seat(b)
+        keys = sorted(x.keys() & y.keys())
+        same = sum(offers(x[k]) == offers(y[k]) and x[k]['outcome'] == y[k]['outcome'] for k in keys)
+        out.append({'model': label, 'group': a['group'], 'opponent': a['opponent'], 'games': len(keys), 'same': same,
+                    'same_share': same / len(keys) if keys else math.nan})
+    return pd.DataFrame(out)
+
+# %% ../nbs/11b_evaluate.ipynb #a98ecde7
+def probe_effect(models: dict, opponents: list, out_dir, probe: str = 'request', every: float | None = None,
+                 games_per_pair: int = 20, seed: int = 0, preset: str = DEFAULT_PRESET, n_boot: int = 1000,
+                 concurrency: int = 8, deadline: float = Rules.deadline) -> dict:
+    "Each model ({label: spec}) and its probed twin against `opponents` on the same scenarios and seeds, paired."
+    both = {k: v for m, s in models.items() for k, v in ((m, s), (m + PROBED, probed_spec(s, probe, every)))}
+    runs = eval_runs(both, opponents, [], out_dir)
+    play_runs(runs, games_per_pair=games_per_pair, seed=seed, preset=preset, concurrency=concurrency, workers=1,
+              deadline=deadline)
+    rows = eval_rows(runs)
+    gaps = pd.DataFrame([{'probe': probe, **paired_gap(rows, m + PROBED, m, k, n_boot, seed)}
+                         for m in models for k in ('share', 'deal')]).rename(columns={'a': 'model', 'b': 'reference'})
+    beliefs = [probe_table(r['run_dir'], n_boot=n_boot, seed=seed).assign(model=r['model'], opponent=r['opponent'])
+               for r in runs if r['model'].endswith(PROBED)]
+    return {'runs': runs, 'rows': rows, 'gaps': gaps.assign(unit='scenario'),
+            'same': pd.concat([same_play(runs, m) for m in models], ignore_index=True),
+            'beliefs': pd.concat(beliefs, ignore_index=True)}

@@ -26,6 +26,7 @@ from .analysis import (paired_comparison, bradley_terry, breakdown, behaviour, t
                                 listening, game_paths)
 from .findings import findings_table, headline_markdown
 from .ceiling import regret_table
+from .probes import belief_report
 
 # %% auto #0
 __all__ = ['MAX_BOOT', 'PAPER_TRAIN', 'TINY_SPEC', 'BASE_SPEC', 'PROFILES', 'EXPERIMENTS', 'PORTABLE_MATH', 'report_tables',
@@ -82,6 +83,20 @@ def _summary(rows: pd.DataFrame, info: dict, tables: dict, figs: dict, page: Pat
             'tables': sorted(f'tables/{n}.csv' for n in tables),
             'figures': sorted(f'figures/{n}.png' for n in figs), 'page': page and page.name}
 
+# %% ../nbs/12_report.ipynb #e37009c0
+def _has_probes(store: Store) -> bool:
+    "Whether any stored game kept a seat's belief probes (`10e_probes`)."
+    return any('probes' in (i or {}) for _, t in store.transcripts() for i in (t.get('agent_info') or {}).values())
+
+def _write_beliefs(store: Store, run_dir: Path, n_boot: int, beliefs: bool | None) -> dict | None:
+    "The beliefs of the report (`belief_report`) as tables/beliefs.csv, tables/probes.csv and beliefs.md; or None."
+    if beliefs is False or (beliefs is None and not _has_probes(store)): return None
+    bel = belief_report(store, n_boot=n_boot)
+    bel['tables'] = {k: t for k, t in bel['tables'].items() if len(t)}     # no probes: no probes table
+    _write_tables(bel['tables'], run_dir / 'tables')
+    (run_dir / 'beliefs.md').write_text(bel['markdown'])
+    return bel
+
 # %% ../nbs/12_report.ipynb #977f3082
 MAX_BOOT = 100_000
 
@@ -90,8 +105,9 @@ def _write_findings(table: pd.DataFrame, run_dir: Path):
     (run_dir / 'findings.md').write_text(headline_markdown(table) + '\n')
     table.to_csv(run_dir / 'findings.csv', index=False)
 
-def write_report(run_dir: str | Path, n_boot: int = 1000, figures: bool = True) -> dict:
-    "Regenerate tables, findings (where the agents allow them), figures and exports of a run from its store."
+def write_report(run_dir: str | Path, n_boot: int = 1000, figures: bool = True,
+                 beliefs: bool | None = None) -> dict:   # beliefs: None writes them where the run stored probes
+    "Regenerate tables, findings (where the agents allow them), beliefs, figures and exports of a run from its store."
     run_dir = Path(run_dir)
     if not 10 <= n_boot <= MAX_BOOT: raise ConfigError(f'n_boot must be 10 to {MAX_BOOT:,}, got {n_boot}')
     if not run_dir.is_dir(): raise StoreError(f'not a directory: {run_dir}')
@@ -102,14 +118,15 @@ def write_report(run_dir: str | Path, n_boot: int = 1000, figures: bool = True) 
         _write_tables(tables, run_dir / 'tables')
         found = findings_table(rows, n_boot, regret=tables['regret'])
         if found is not None: _write_findings(found, run_dir)
+        bel = _write_beliefs(store, run_dir, n_boot, beliefs)
         figs = report_figures(store, rows, tables, run_dir / 'figures', n_boot) if figures else {}
         page = write_view(run_dir, n_boot=min(n_boot, 200), tables=tables) if figures else None
         exports = store.export(run_dir)
         info = run_info(store, rows)
-    summary = _summary(rows, info, tables, figs, page)
+    summary = _summary(rows, info, {**tables, **(bel['tables'] if bel else {})}, figs, page)
     (run_dir / 'summary.json').write_text(json.dumps(summary, indent=1, sort_keys=True))
     return {'tables': tables, 'findings': found, 'figures': figs, 'exports': exports, 'summary': summary,
-            'page': page}
+            'page': page, 'beliefs': bel}
 
 # %% ../nbs/12_report.ipynb #9c7e4297
 PAPER_TRAIN = {   # the paper's training chain on one GPU (`paper-train`); its numbers' sources: docs/GPU.md
