@@ -222,9 +222,15 @@ def agent_kind(spec: str | AgentSpec) -> AgentKind:
 
 # %% ../nbs/04_agents.ipynb #f3218103
 def parse_spec(spec: str | AgentSpec) -> AgentSpec:
-    "A spec read against its registered kind (typed options, endpoints); `ConfigError` naming what is wrong."
+    """A spec read against its registered kind (typed options, endpoints); `ConfigError` naming what is wrong. A spec
+    its kind refuses is read again once every plug-in is loaded: a plug-in may add options to a kind (`probe`)."""
     if isinstance(spec, AgentSpec) and spec.options is not None: return spec
-    return agent_kind(spec).parse(spec)
+    try: return agent_kind(spec).parse(spec)
+    except ConfigError:
+        if _loaded: raise
+        load_agent_kinds()
+        return agent_kind(spec).parse(spec)
+
 
 # %% ../nbs/04_agents.ipynb #607425df
 def check_spec(spec: str | AgentSpec) -> str:

@@ -209,3 +209,17 @@ def test_openai_seat_answers_are_read_and_scored(belief_server, tmp_path):
 if __name__ == '__main__':
     import uvicorn
     uvicorn.run(belief_app(), host='127.0.0.1', port=int(sys.argv[1]), log_level='warning')
+
+
+def test_probe_options_in_a_fresh_process():
+    """A process that never imported `bilateral.probes` reads `?probe=` (the plug-in's entry point), and still refuses a
+    made-up option in one line."""
+    code = ("from bilateral.agents import parse_spec, ConfigError\n"
+            "print(parse_spec('hf:some/dir?probe=request&probe_every=20').options)\n"
+            "try: parse_spec('hf:some/dir?probe_often=1')\n"
+            "except ConfigError as e: print('refused', str(e).splitlines()[0][:40])\n")
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "{'probe': 'request', 'probe_every': 20.0}", lines
+    assert lines[1].startswith("refused unknown option 'probe_often'"), lines
