@@ -94,12 +94,12 @@ gpu-api-check: venv
 	    --steps 1 --grpo-steps 1 --vllm --model $(GPU_API)/inputs/tiny-model --inputs $(GPU_API)/none \
 	    --games 2 --out $(GPU_API)/out --work $(GPU_API)/work --budget 900
 
-## make docs: the documentation site in _docs/ (open _docs/index.html), offline: Sphinx with myst-nb renders the index,
-## the details page, every lesson and the experiments from the outputs the notebooks keep (nothing runs), in
+## make docs: the documentation site in _docs/html/ (open _docs/html/index.html), offline: Sphinx with myst-nb renders
+## the index, the details page, every lesson and the experiments from the outputs the notebooks keep (nothing runs), in
 ## sphinx-book-theme (search, contents, previous/next, dark mode), with an API entry for every name a lesson exports
 ## (docs/conf.py, docs/nbdocs.py). Fails when a public name of bilateral/_modidx.py has no entry on any page.
 docs: venv
-	$(BIN)/sphinx-build -q -j auto -c docs . _docs
+	$(BIN)/sphinx-build -q -j auto -c docs -d _docs/doctrees . _docs/html
 
 ## make lab: the notebooks in JupyterLab, from the project's .venv.
 lab: venv

@@ -1,10 +1,12 @@
 """Sphinx's settings for the documentation site (`make docs`): the notebooks under nbs/ as myst-nb renders them from the
-outputs they keep (nothing is run), in sphinx-book-theme, with an API entry (autodoc) after each exported cell, as nbdev's
-`show_doc` puts one (docs/nbdocs.py). The source folder is the repository's root, so that docs/GPU.md is a page too and
-the index's links, written for the README at the root, reach their files.
+outputs they keep (nothing is run), in sphinx-book-theme, with an API entry (autodoc) after each exported cell, as
+nbdev's `show_doc` puts one (docs/nbdocs.py). The source folder is the repository's root, so that docs/GPU.md is a
+page too and the index's links, written for the README at the root, reach their files.
 
-    sphinx-build -c docs . _docs                        # every page (what `make docs` runs)
-    BILATERAL_DOCS_PAGES=index,04_agents sphinx-build -c docs . DIR     # a few notebooks of nbs/ (the tests)"""
+    sphinx-build -c docs -d _docs/doctrees . _docs/html       # every page (what `make docs` runs)
+    BILATERAL_DOCS_PAGES=details,04_agents sphinx-build -c docs . DIR/html    # the index and a few notebooks (tests)
+
+myst-nb writes the outputs' pictures beside the site's folder (../jupyter_execute), hence the site in _docs/html/."""
 import os, sys
 from pathlib import Path
 
@@ -22,7 +24,8 @@ REPO = 'https://github.com/bilateral-dev/bilateral'
 extensions = ['myst_nb', 'sphinx.ext.autodoc', 'sphinx.ext.linkcode', 'nbdocs']
 root_doc = 'nbs/index'
 include_patterns = nbdocs.include_patterns()
-exclude_patterns = ['.*', '_docs', 'build', 'dist', 'data', 'bilateral', 'tests', 'tools', '**/.ipynb_checkpoints']
+exclude_patterns = ['.*', '_docs', 'jupyter_execute', 'build', 'dist', 'data', 'bilateral', 'tests', 'tools',
+                    '**/.ipynb_checkpoints']
 templates_path = [str(HERE / '_templates')]
 html_static_path = [str(HERE / '_static')]
 html_css_files = ['site.css']

@@ -1,4 +1,4 @@
-"""A Sphinx extension: each notebook page as nbdev shows it, read from the notebook's saved outputs (myst-nb runs nothing).
+"""A Sphinx extension: each notebook's page as nbdev shows it, from the notebook's saved outputs (myst-nb runs nothing).
 
 - After each exported cell, an API entry (autodoc) for every public function, class (with its methods) and patched
   method the cell defines, where nbdev's `show_doc` would put one; the build fails when a public name of
@@ -12,6 +12,7 @@
 - An experiment's page shows the outputs of its last run under data/runs/ (`make reproduce`), where there is one."""
 import ast, importlib, inspect, json, math, os, re
 from functools import cache
+from importlib.metadata import version
 from pathlib import Path
 from docutils.parsers.rst import Directive
 
@@ -40,7 +41,8 @@ def toctree() -> str:
     for p in notebooks()[1:]:
         g = 'Experiments' if p.parent.name == 'experiments' else 'Lessons' if p.name[0].isdigit() else 'Start'
         groups[g].append('/' + docname(p))
-    groups['More'] += ['/' + p.relative_to(ROOT).with_suffix('').as_posix() for p in sorted((ROOT / 'docs').glob('*.md'))]
+    groups['More'] += ['/' + p.relative_to(ROOT).with_suffix('').as_posix()
+                       for p in sorted((ROOT / 'docs').glob('*.md'))]
     return '\n'.join(f'```{{toctree}}\n:caption: {g}\n:hidden:\n\n' + '\n'.join(ds) + '\n```\n'
                      for g, ds in groups.items() if ds)
 
@@ -64,8 +66,8 @@ def directives(src: str) -> tuple[dict, str]:
 
 def patched(node) -> list[str]:
     "The classes a `@patch`ed function is added to (its first argument's annotation), else []."
-    if not any(isinstance(d, ast.Name) and d.id == 'patch' or isinstance(d, ast.Call) and getattr(d.func, 'id', '') == 'patch'
-               for d in node.decorator_list): return []
+    names = [getattr(d.func if isinstance(d, ast.Call) else d, 'id', '') for d in node.decorator_list]
+    if 'patch' not in names: return []
     ann = node.args.args[0].annotation if node.args.args else None
     items = ann.elts if isinstance(ann, ast.Tuple) else [ann]
     return [ast.unparse(a) for a in items if a is not None]
@@ -94,8 +96,8 @@ def resolve(name: str):
     raise ImportError(name)
 
 def entry(name: str, members: list[str]) -> str:
-    """The MyST directive of one API entry. A name that cannot be imported still gets its directive: autodoc says
-    why it fails, and the build's check (`missing_entries`) names it."""
+    """The autodoc directive (reStructuredText, see `Api`) of one API entry. A name that cannot be imported still gets
+    its directive: autodoc says why it fails, and the build's check (`missing_entries`) names it."""
     try: obj = resolve(name)
     except Exception as e:
         from sphinx.util import logging
@@ -228,13 +230,13 @@ def last_run(name: str, runs: Path = RUNS) -> Path | None:
     return None
 
 def experiment(nb: dict, name: str, runs: Path = RUNS) -> dict:
-    "An experiment's page: the cells and outputs of its last run, or its code and how to see them, said under the title."
+    "An experiment's page: its last run's cells and outputs, or its code and how to see them; said under its title."
     run = last_run(name, runs)
     if run:
         where = run.relative_to(ROOT) if run.is_relative_to(ROOT) else run
         nb, said = json.loads(run.read_text()), f'The outputs below are those of its last run, `{where}`.'
-    else: said = ('This page shows the code only: `make reproduce` runs it (into `data/runs/offline/`), and `make docs` '
-                  'then shows that run\'s outputs here.')
+    else: said = ('This page shows the code only: `make reproduce` runs it (into `data/runs/offline/`), and '
+                  '`make docs` then shows that run\'s outputs here.')
     cells = list(nb['cells'])
     at = 1 if cells and cells[0]['cell_type'] == 'markdown' else 0
     cells.insert(at, {'cell_type': 'markdown', 'metadata': {}, 'source': f'```{{note}}\n{said}\n```'})
@@ -307,11 +309,12 @@ def builder_inited(app):
     import vl_convert as vlc
     static = Path(app.outdir) / '_static'
     static.mkdir(parents=True, exist_ok=True)
-    stamp = f'/* vl-convert {vlc.__version__ if hasattr(vlc, "__version__") else ""} vega-lite 6 */\n'
+    stamp = f"/* vl-convert-python {version('vl-convert-python')}, Vega-Lite 6 */\n"
     target = static / BUNDLE
     if not target.exists() or not target.read_text()[:200].startswith(stamp):
         v6 = [v for v in vlc.get_vegalite_versions() if v.startswith('6')]
-        target.write_text(stamp + '(function(){\n' + vlc.javascript_bundle(vl_version=v6[-1] if v6 else None) + '\n})();\n')
+        bundle = vlc.javascript_bundle(vl_version=v6[-1] if v6 else None)
+        target.write_text(stamp + '(function(){\n' + bundle + '\n})();\n')
 
 def page_context(app, pagename, templatename, context, doctree):
     "The bundle and the script that draws the charts, on the pages with a chart only."
