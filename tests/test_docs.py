@@ -19,26 +19,20 @@ FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '-
          '--disable-component-update', '--disable-sync']
 SOME = 'details,04_agents,11_plots'            # and the index, always
 
-def all_entries() -> dict[str, str]:
-    "Every API entry the site's pages get: full name -> the notebook whose page shows it."
-    out = {}
-    for p in nbdocs.notebooks():
-        for md in nbdocs.api_cells(json.loads(p.read_text())).values():
-            for name in re.findall(r'^\.\. auto\w+:: (\S+)', md, flags=re.M):
-                assert name not in out, f'{name}: an entry on {out[name]} and on {p.name}'
-                out[name] = p.name
-    return out
-
 def test_every_public_name_has_an_entry_on_a_page(monkeypatch):
     "What fails the build (`make docs`) when a page would lack its API entries, checked from the notebooks."
     monkeypatch.delenv('BILATERAL_DOCS_PAGES', raising=False)
-    entries = all_entries()
+    entries, shown = {}, set()          # the entries' directives: full name -> notebook; every name an entry shows
+    for p in nbdocs.notebooks():
+        for md in nbdocs.api_cells(json.loads(p.read_text())).values():
+            for name in re.findall(r'^\.\. auto\w+:: (\S+)', md, flags=re.M):
+                assert name not in entries, f'{name}: an entry on {entries[name]} and on {p.name}'
+                entries[name] = p.name
+            # a class's methods are shown by its directive (`:members:`)
+            shown |= {f'{c}.{m.strip()}' for c, ms in re.findall(r'autoclass:: (\S+)\n   :members: ([^\n]*)', md)
+                      for m in ms.split(',')}
+    shown |= set(entries)
     public = {n for n in nbdocs.modidx() if nbdocs.public(n)}
-    # a class's methods are entries of the class's directive (`:members:`), the rest entries of their own
-    shown = set(entries) | {f'{c}.{m.strip()}' for p in nbdocs.notebooks()
-                            for md in nbdocs.api_cells(json.loads(p.read_text())).values()
-                            for c, ms in re.findall(r'autoclass:: (\S+)\n   :members: ([^\n]*)', md)
-                            for m in ms.split(',')}
     assert len(public) > 600 and not public - shown, sorted(public - shown)[:20]
     for name in entries: nbdocs.resolve(name)                 # autodoc can import every one of them
     # each lesson's entries are on its own page: the module it exports
@@ -111,7 +105,7 @@ def test_no_internal_link_is_broken(site):
             target = (p.parent / unquote(u.path)).resolve() if u.path else p
             if u.path and not target.is_relative_to(site.resolve()): broken.append((p.name, h, 'outside the site'))
             elif not target.exists(): broken.append((p.name, h, 'no such page'))
-            elif u.fragment and target.suffix == '.html' and u.fragment not in found.get(target, refs(target)).ids:
+            elif u.fragment and target.suffix == '.html' and u.fragment not in (found.get(target) or refs(target)).ids:
                 broken.append((p.name, h, 'no such anchor'))
             checked += 1
     assert checked > 100 and not broken, broken[:20]
