@@ -14,7 +14,6 @@ import ast, importlib, inspect, json, math, os, re
 from functools import cache
 from importlib.metadata import version
 from pathlib import Path
-from docutils.parsers.rst import Directive
 
 ROOT = Path(__file__).resolve().parents[1]
 NBS = ROOT / 'nbs'
@@ -250,20 +249,25 @@ def source_read(app, name, source):
 
 # --- API entries: the directive, the parameters' comments, the source links
 
-class Api(Directive):
-    """autodoc's directives, written in reStructuredText in a notebook's Markdown cell, parsed as reStructuredText.
-    MyST's own `eval-rst` does the same but first pads the text with one blank line for each line before it, and
-    myst-nb numbers a notebook's lines ten thousand a cell: a lesson's last entries would parse millions of lines."""
-    has_content = True
-    def run(self):
-        from docutils.utils import new_document
-        from myst_parser.mocking import MockRSTParser
-        doc = new_document(self.state.document['source'], self.state.document.settings)
-        doc.reporter = self.state.document.reporter
-        MockRSTParser().parse('\n'.join(self.content), doc)
-        for node in doc:
-            if node['names']: self.state.document.note_explicit_target(node, node)
-        return doc.children
+def api_directive():
+    "The `api` directive (docutils is imported here: the checks of this module need no Sphinx)."
+    from docutils.parsers.rst import Directive
+
+    class Api(Directive):
+        """autodoc's directives, written in reStructuredText in a notebook's Markdown cell, parsed as reStructuredText.
+        MyST's own `eval-rst` does the same but first pads the text with one blank line for each line before it, and
+        myst-nb numbers a notebook's lines ten thousand a cell: a lesson's last entries would parse millions of lines."""
+        has_content = True
+        def run(self):
+            from docutils.utils import new_document
+            from myst_parser.mocking import MockRSTParser
+            doc = new_document(self.state.document['source'], self.state.document.settings)
+            doc.reporter = self.state.document.reporter
+            MockRSTParser().parse('\n'.join(self.content), doc)
+            for node in doc:
+                if node['names']: self.state.document.note_explicit_target(node, node)
+            return doc.children
+    return Api
 
 def rst_text(line: str) -> str:
     """A line of an nbdev docstring (Markdown: `code` in backticks, `*` as it is) as reStructuredText: `*`, `|` and a
@@ -334,7 +338,7 @@ def build_finished(app, exc):
         '<meta http-equiv="refresh" content="0; url=nbs/index.html"><a href="nbs/index.html">bilateral</a>\n')
 
 def setup(app):
-    app.add_directive('api', Api)
+    app.add_directive('api', api_directive())
     app.connect('builder-inited', builder_inited)
     app.connect('source-read', source_read)
     app.connect('autodoc-process-docstring', docstring)
