@@ -129,6 +129,9 @@ def test_search_a_narrow_window_and_a_chart_offline(site, tmp_path):
         assert not page.locator('.bd-sidebar-primary').is_visible()
         assert page.locator('article').bounding_box()['width'] > 340
         assert page.evaluate('document.documentElement.scrollWidth') <= 421
+        page.locator('.primary-toggle:visible').first.click()      # the sidebar, as a drawer, leads to a lesson
+        page.locator('.bd-sidebar-primary a:has-text("Agents")').click()
+        page.wait_for_url('**/nbs/04_agents.html')
         # search, from the page's search button, for a public name: its entry on its lesson's page
         page.locator('.search-button__button:visible').first.click()
         page.keyboard.type('make_agent')
