@@ -6,7 +6,7 @@ Docs: https://github.com/bilateral-dev/bilateral/probes.html.md"""
 
 # %% ../nbs/10e_probes.ipynb #e1f76aae
 from __future__ import annotations
-import copy, json, math, re, time
+import copy, functools, inspect, json, math, re, time
 from dataclasses import dataclass
 import numpy as np, pandas as pd
 from .core import ConfigError, Role, derive_seed
@@ -294,6 +294,13 @@ def _taking_probes(init):
     def __init__(self, *args, probe: str = 'off', probe_every: float | None = None, **kw):
         init(self, *args, **kw)
         set_probes(self, probes_from(probe, probe_every))
+    functools.update_wrapper(__init__, init)
+    sig = inspect.signature(init)
+    ps, kw = [p for p in sig.parameters.values() if p.kind != p.VAR_KEYWORD], [p for p in sig.parameters.values()
+                                                                             if p.kind == p.VAR_KEYWORD]
+    extra = [inspect.Parameter('probe', inspect.Parameter.KEYWORD_ONLY, default='off', annotation=str),
+             inspect.Parameter('probe_every', inspect.Parameter.KEYWORD_ONLY, default=None, annotation=float | None)]
+    __init__.__signature__ = sig.replace(parameters=ps + extra + kw)   # the seat's own parameters, and the probes'
     __init__.plain = init
     return __init__
 
