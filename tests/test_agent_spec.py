@@ -11,8 +11,8 @@ load_agent_kinds()
 # every plug-in loaded: `bilateral.probes` adds `probe` and `probe_every` to the language-model seats
 HF = 'max_new_tokens, temperature, batch, window, max_turns, cache, cache_mb, threads, max_wall_s, probe, probe_every'
 OPENAI = ('temperature, top_p, max_tokens, seed, reasoning_effort, tool_choice, key_env, concurrency, timeout, '
-          'retries, cache, max_turns, max_game_tokens, max_wall_s, window, max_reply_bytes, max_request_bytes, http, probe, '
-          'probe_every')
+          'retries, cache, max_turns, max_game_tokens, max_wall_s, window, max_reply_bytes, max_request_bytes, http, '
+          'probe, probe_every')
 
 # One spec of every kind, with what it reads to.
 GOOD = [
