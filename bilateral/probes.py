@@ -304,6 +304,7 @@ def _taking_probes(init):
     __init__.plain = init
     return __init__
 
+# %% ../nbs/10e_probes.ipynb #272d7cb1
 def _reporting(info):
     "A seat's `info` with its probes (settings, usage, answers) under 'probes' when they are on."
     def info_with_probes(self):
