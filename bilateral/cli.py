@@ -529,15 +529,24 @@ def _labelled(items: list[str]) -> dict:
     if bad: raise CliError(f'--model takes LABEL=SPEC, got {bad[0]!r}')
     return dict(x.split('=', 1) for x in items)
 
+# %% ../nbs/13_cli.ipynb #3a7e0b51
+def _probe_text(pe: dict, probe: str) -> str:
+    "What `evaluate --probe` adds to the printed evaluation: how many paired games asking left as they were, the gaps."
+    from bilateral.evaluate import markdown_table
+    gaps = pe['gaps'][['model', 'measure', 'diff', 'lo', 'hi', 'scenarios', 'unit']]
+    return (f"\n## Does asking change play? (probes by {probe}: each model against its probed twin, paired)\n\n"
+            f"{markdown_table(pe['same'])}\n\n{markdown_table(gaps)}\n")
+
 # %% ../nbs/13_cli.ipynb #3745aa7f
 def cmd_evaluate(a) -> str:
     "Play labelled models against the training opponents and unseen ones; write and print the comparison."
     from bilateral.evaluate import evaluate
     r = evaluate(_labelled(a.model), _csv(a.seen) or [], _csv(a.unseen) or [], a.out, games_per_pair=a.games_per_pair,
                  seed=a.seed, concurrency=a.concurrency, n_boot=a.n_boot, progress=not a.quiet, preset=a.preset,
-                 deadline=a.deadline)
+                 deadline=a.deadline, probe=a.probe, probe_every=a.probe_every)
     md = Path(a.out) / 'evaluation.md'
-    return md.read_text() if md.exists() else dumps(r['summary'])
+    text = md.read_text() if md.exists() else dumps(r['summary'])
+    return text + (_probe_text(r['probes'], a.probe) if a.probe else '')
 
 # %% ../nbs/13_cli.ipynb #f483b633
 def _add_evaluate(sub):
@@ -553,6 +562,11 @@ def _add_evaluate(sub):
     e.add_argument('--concurrency', type=_number(int, 1), default=8)
     e.add_argument('--n-boot', type=_number(int, 10), default=1000)
     e.add_argument('--seed', type=SEED, default=0)
+    e.add_argument('--probe', choices=['request', 'tool'], default=None,
+                   help="also play each model asked for its belief (a separate request, or a tool call in the game) "
+                        "and write whether asking changes play (OUT/probes)")
+    e.add_argument('--probe-every', type=_number(float, 0, 86_400, above=True), default=None, metavar='SECONDS',
+                   help='ask every SECONDS simulated seconds (default: after each offer of the other side)')
     e.add_argument('--quiet', action='store_true')
     e.set_defaults(fn=cmd_evaluate)
 

@@ -21,6 +21,7 @@ from .tournament import TournamentSpec, run_tournament_async
 from .analysis import tier_spread, sanity_by, listening, game_paths, LISTEN_MAX
 from .findings import paired_gap
 from .engine import offers
+from .agents import parse_spec
 from .probes import probe_table   # also gives `openai:` and `hf:` seats their `probe` options
 from .plots import ROLE_ORDER, save_chart
 
@@ -30,7 +31,7 @@ __all__ = ['GROUPS', 'OUTCOMES', 'IR_FLAG', 'TIERS', 'BEHAVIOUR_SHOWN', 'LISTEN_
            'outcome_table', 'headline', 'sanity_table', 'sanity_flags', 'direction', 'gap_pairs', 'model_gaps',
            'tier_table', 'behaviour_table', 'listening_table', 'eval_tables', 'ci_chart', 'tier_chart', 'eval_figures',
            'markdown_table', 'verdict', 'tension_sentences', 'findings', 'write_evaluation', 'evaluate', 'probed_spec',
-           'same_play', 'probe_effect']
+           'probe_seats', 'same_play', 'probe_effect']
 
 # %% ../nbs/11b_evaluate.ipynb #f6c43acf
 def _check_models(models: dict, seen: list, unseen: list):
@@ -412,6 +413,7 @@ def evaluate(models: dict, seen: list, unseen: list, out_dir, games_per_pair: in
     scenarios (resuming the runs under `out_dir/runs`), then write tables, figures, evaluation.md and summary.json.
     With `probe` ('request' or 'tool'), `probe_effect` also plays each model probed, under `out_dir/probes`."""
     if not 10 <= n_boot <= 100_000: raise ConfigError(f'n_boot must be 10 to 100,000, got {n_boot}')
+    if probe: probe_seats(models, probe, probe_every)   # before any game: every model takes the probes
     runs = eval_runs(models, seen, unseen, out_dir)
     played = play_runs(runs, games_per_pair=games_per_pair, seed=seed, preset=preset, first_mover=first_mover,
                        concurrency=concurrency, progress=progress, workers=workers, deadline=deadline)
@@ -438,6 +440,16 @@ def probed_spec(spec: str, probe: str = 'request', every: float | None = None) -
     if re.search(r'[?&]probe(_every)?=', spec): raise ConfigError(f'{spec!r} sets its probes already')
     extra = f'probe={probe}' + (f'&probe_every={every:g}' if every is not None else '')
     return spec + ('&' if '?' in spec else '?') + extra
+
+# %% ../nbs/11b_evaluate.ipynb #6a3b593c
+def probe_seats(models: dict, probe: str, every: float | None = None) -> dict:
+    "Each model's probed spec ({label: spec}), read; `ConfigError` naming a model whose seat takes no probes."
+    out = {}
+    for label, spec in models.items():
+        try: out[label] = parse_spec(probed_spec(spec, probe, every)).text
+        except ConfigError as e:
+            raise ConfigError(f'{label}={spec} cannot be probed ({e}); probes ask hf: and openai: seats') from None
+    return out
 
 # %% ../nbs/11b_evaluate.ipynb #e7ad8990
 def _by_seat(run: dict) -> dict:

@@ -227,3 +227,18 @@ def test_evaluate_takes_the_world_preset_and_deadline(tmp_path):
     one_line(run('evaluate', '--model', 'm=boulware', '--seen', 'conceder', '--deadline', '0',
                  '--out', str(tmp_path / 'ev2')), '--deadline')
     assert not (tmp_path / 'ev2').exists()
+
+def test_evaluate_with_probes(tiny_model, tmp_path):
+    """`bilateral evaluate --probe request` plays each model and its probed twin on the same scenarios and prints how
+    many paired games asking left unchanged; a seat that takes no probes: one line, exit 2, before any game."""
+    spec = f'hf:{tiny_model[0]}?max_new_tokens=48&threads=1'
+    r = run('evaluate', '--model', f't={spec}', '--seen', 'linear', '--games-per-pair', '2', '--n-boot', '10',
+            '--probe', 'request', '--out', str(tmp_path / 'ev'), '--quiet')
+    assert r.returncode == 0, r.stderr[-2000:]
+    same = json.loads((tmp_path / 'ev' / 'summary.json').read_text())['probe_effect']['same']
+    assert [(s['games'], s['same']) for s in same] == [(4, 4)]   # 2 scenarios x 2 roles, each game as it was unasked
+    assert '## Does asking change play? (probes by request' in r.stdout
+    assert '| t | seen | linear | 4 | 4 | 1.000 |' in r.stdout
+    one_line(run('evaluate', '--model', 'm=boulware', '--seen', 'linear', '--probe', 'tool',
+                 '--out', str(tmp_path / 'ev3')), 'm=boulware cannot be probed')
+    assert not (tmp_path / 'ev3').exists()

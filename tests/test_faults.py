@@ -81,8 +81,11 @@ def table(out, name):
 
 def test_refused_key_stops_the_run_then_a_fixed_key_completes_it(srv, tmp_path):
     out, agents = tmp_path / 'run', [spec(srv, 'keyed', key_env='TEST_FAULT_KEY', cache='on'), 'boulware', 'linear']
-    r, dt = tournament(out, agents, {'TEST_FAULT_KEY': 'sk-wrong'})
-    assert r.returncode == 2 and dt < 5, (r.returncode, dt, r.stderr)
+    srv.post('/reset')
+    r, _ = tournament(out, agents, {'TEST_FAULT_KEY': 'sk-wrong'})
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    asked = srv.stats().get('keyed', 0)       # the model plays 15 of the 27 games; each would ask once and be refused
+    assert 1 <= asked < 15, asked             # stopped at the refusal: no retries, no new games (not a timing)
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and 'refused the request (HTTP 401)' in lines[0] and '$TEST_FAULT_KEY' in lines[0], r.stderr
     assert 'sk-wrong' not in r.stderr + r.stdout
