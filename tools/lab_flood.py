@@ -8,7 +8,7 @@ a second, `--big` submissions of three answers of `--big-kb` KB each, and `--emp
 the server closes its socket; the session asks the belief question (`--belief-prize`, 2 by default; 0 asks none), which
 the victims answer after each game. Printed: the victims' action-to-answer latency and a page load's latency during
 the flood (p50, p99, max), how long the flood took to send, how much lab.sqlite (with its WAL) grew during it, its size
-at the end (checkpointed), and the size of the flooder's row of tries."""
+at the end (checkpointed), the size of the flooder's row of tries, and the belief questions asked and answered."""
 import argparse, asyncio, json, signal, sqlite3, subprocess, sys, tempfile, time, urllib.request
 from pathlib import Path
 import websockets
@@ -108,6 +108,7 @@ async def main(a):
         except subprocess.TimeoutExpired: proc.kill()
     con = sqlite3.connect(d / 'lab.sqlite')
     row = con.execute("SELECT length(answers) FROM participants WHERE code='P01'").fetchone()[0]
+    beliefs = con.execute('SELECT COUNT(*), COUNT(estimate) FROM beliefs').fetchone()
     con.execute('PRAGMA wal_checkpoint(TRUNCATE)')
     con.close()
     return {'flood_s': round(t1 - t0, 1), 'victim_actions': len(during(acts)),
@@ -115,7 +116,7 @@ async def main(a):
             'page_loads': len(during(loads)),
             'page_ms_p50_p99_max': [q(during(loads), 0.5), q(during(loads), 0.99), q(during(loads), 1)],
             'lab_sqlite_growth_kb': grew, 'lab_sqlite_kb_at_end': round(size(d) / 1024),
-            'flooder_row_bytes': row, 'flooder_got': got}
+            'flooder_row_bytes': row, 'flooder_got': got, 'beliefs_asked_answered': list(beliefs)}
 
 if __name__ == '__main__':
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
