@@ -956,7 +956,8 @@ async def run_game(self: Lab, gid: str, idx: int, k: dict, scenario, seats: dict
     for a in agents.values():
         if isinstance(a, PersonSeat):
             self.seats.pop(a.code, None)
-            if r.outcome.reason.scored: a.view.d['belief'] = self.ask(a.code, gid, a.brief.role, scenario)
+            if r.outcome.reason.scored and a.code not in self.dropped:        # a dropped one's payment is fixed
+                a.view.d['belief'] = self.ask(a.code, gid, a.brief.role, scenario)
             a.push()
 
 # %% ../nbs/16_lab.ipynb #4270411c

@@ -307,3 +307,45 @@ def test_the_question_in_the_browser(tmp_path):
     finally: stop(cm, proc)
     assert not errors, errors
     assert _lab_rows(d, 'SELECT estimate FROM beliefs') == [(2550,)]
+
+def test_a_pause_leaves_the_question_open(tmp_path):
+    """The experimenter pauses a participant on their result screen: their page shows the open question alone, which
+    can be answered; a Continue then shows the pause; let go on, the next game starts. Dropped later, their payment is
+    fixed with the belief payment in it, and an answer after that changes nothing (their page says they are dropped)."""
+    d, port = tmp_path / 'session', free_port()
+    cm, proc, lines = start(d, port, 1, '--treatment', '1:buyer:boulware', '--games', '2', '--deadline', '30',
+                            '--seed', '9', '--belief-prize', '2')
+    link, (base, token) = links(lines)['P01'], admin_of(lines)
+    press = lambda act: json.loads(get(f'{base}/admin/{act}/P01?token={token}', 'POST')[1])['said']
+
+    async def go():
+        ws, frames, out = await _enter(link), [], {}
+        await _until(ws, frames, lambda s: s.get('your_turn'), 30)
+        await ws.send(json.dumps({'type': 'act', 'tool': 'quit_negotiation', 'args': {}, 'seq': 1}))
+        over = await _until(ws, frames, lambda s: s.get('stage') == 'game' and bool(s['over']), 30)
+        out['pause'] = await asyncio.to_thread(press, 'pause')
+        out['held'] = await _until(ws, frames, lambda s: 'stage' in s)
+        await ws.send(json.dumps({'type': 'belief', 'game_id': over['game_id'], 'estimate': 20}))
+        out['answered'] = await _until(ws, frames, lambda s: s.get('belief', {}).get('answered'))
+        await ws.send(json.dumps({'type': 'next'}))
+        out['paused'] = await _until(ws, frames, lambda s: s.get('stage') == 'paused')
+        out['resume'] = await asyncio.to_thread(press, 'pause')
+        out['next'] = await _until(ws, frames, lambda s: s.get('stage') == 'game' and s['game_id'] != over['game_id'])
+        out['drop'] = await asyncio.to_thread(press, 'drop')
+        await _until(ws, frames, lambda s: s.get('stage') == 'dropped')
+        await ws.send(json.dumps({'type': 'belief', 'game_id': over['game_id'], 'estimate': 25}))
+        out['after'] = await _until(ws, frames, lambda s: 'stage' in s or 'error' in s)
+        await ws.close()
+        return out
+    try: out = asyncio.run(asyncio.wait_for(go(), 120))
+    finally: stop(cm, proc)
+    assert out['pause'] == 'paused' and out['held']['stage'] == 'belief' and _open(out['held'])
+    assert out['answered']['belief']['estimate'] == 20.0 and out['paused']['stage'] == 'paused'
+    assert out['resume'] == 'going on' and out['next']['k'] == 2
+    assert out['drop'].startswith('dropped, paid') and out['after'] == {'stage': 'dropped'}
+    assert _lab_rows(d, 'SELECT estimate FROM beliefs ORDER BY game_id') == [(2000,)]   # the second game: not over
+    (pay,) = rows(subprocess.run([EXE, 'lab', 'payments', str(d)], capture_output=True, text=True,
+                                 check=True).stdout and (d / 'lab_payments.csv').read_text())[:1]
+    assert pay['final'] == 'True' and float(pay['payment']) == \
+        dict(_lab_rows(d, 'SELECT code, payoff FROM participants'))['P01']
+    assert float(pay['belief_payment']) in (0.0, 2.0) and pay['belief_game'] == 'L0000'
