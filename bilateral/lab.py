@@ -20,12 +20,13 @@ from .store import Store
 from .play import _failed
 
 # %% auto #0
-__all__ = ['HUMAN', 'CONSENT', 'INSTRUCTIONS', 'LAB_SCHEMA', 'LAB_FILE', 'QUIZ', 'QUIZ_KEPT', 'END_LABELS', 'PAUSED',
-           'AWAY_NOTICE', 'ASIDES', 'MAX_FRAME', 'FRAME_BURST', 'FRAME_RATE', 'REFUSED', 'LOCK_FILE', 'EXPORT_COLUMNS',
-           'Treatment', 'parse_treatment', 'Session', 'session_json', 'session_from_json', 'rules_text', 'surplus',
-           'payoff', 'open_lab', 'create_session', 'load_session', 'admin_token', 'links', 'grade', 'error_text',
-           'end_text', 'View', 'PersonSeat', 'read_number', 'play_live', 'close_game', 'Lab', 'asset', 'page',
-           'admin_html', 'make_app', 'hold', 'listen', 'serve', 'export_rows', 'export_csv', 'cmd_lab', 'add_lab']
+__all__ = ['HUMAN', 'CONSENT', 'INSTRUCTIONS', 'LAB_SCHEMA', 'LAB_FILE', 'QUIZ', 'QUIZ_KEPT', 'END_LABELS', 'PAUSED', 'BELIEF_OF',
+           'BELIEF_REFUSED', 'AWAY_NOTICE', 'ASIDES', 'MAX_FRAME', 'FRAME_BURST', 'FRAME_RATE', 'REFUSED', 'LOCK_FILE',
+           'EXPORT_COLUMNS', 'Treatment', 'parse_treatment', 'Session', 'session_json', 'session_from_json',
+           'rules_text', 'surplus', 'payoff', 'open_lab', 'create_session', 'load_session', 'admin_token', 'links',
+           'grade', 'error_text', 'end_text', 'View', 'PersonSeat', 'read_number', 'play_live', 'close_game', 'Lab',
+           'belief_how', 'asset', 'page', 'admin_html', 'make_app', 'hold', 'listen', 'serve', 'export_rows',
+           'export_csv', 'cmd_lab', 'add_lab']
 
 # %% ../nbs/16_lab.ipynb #65c6716e
 HUMAN = 'human'   # the opponent of a treatment whose participants the server matches with each other
@@ -62,6 +63,13 @@ INSTRUCTIONS = ('You are a buyer or a seller of one item. A buyer has a private 
                 'Your surplus is value minus price for a buyer, price minus cost for a seller; without a deal it is 0. '
                 'The clock runs in real time: when it reaches the deadline, the game ends without a deal.')
 
+# %% ../nbs/16_lab.ipynb #19a5298c
+def _prize(x, where: str = 'belief_prize') -> float:
+    "The belief question's prize as given: money, 0 or more (0: not asked); else `ConfigError` naming `where`."
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x < 0:
+        raise ConfigError(f'{where} is money, 0 or more (0: no belief question), got {x!r}')
+    return float(x)
+
 # %% ../nbs/16_lab.ipynb #b249e0f8
 @dataclass(frozen=True)
 class Session:
@@ -83,10 +91,10 @@ class Session:
     stranger_wait: float = 15.0        # seconds to wait for a partner not met before; then one met before will do
     quiz: tuple | None = None          # the check: (question, options, right answer) each; None: `QUIZ`
     labels: tuple = ()                 # the participant labels the session's room admits; (): any label
-
+    belief_prize: float = 0.0          # the belief question's prize, in money (see below); 0: the question is off
     def __post_init__(self):
         if self.fallback == HUMAN: raise ConfigError('the fallback of a missing partner is an agent, not human')
-        value_model(self.preset), make_agent(self.fallback).check()          # each raises what it cannot use
+        value_model(self.preset), make_agent(self.fallback).check(), _prize(self.belief_prize)   # each raises
         if not (self.games >= 1 and self.deadline > 0 and self.fee >= 0 and self.rate >= 0 and self.leave_after > 0):
             raise ConfigError(f'games >= 1, deadline > 0, fee >= 0, rate >= 0, leave_after > 0: {self}')
         if not (self.cap >= self.fee and self.turn_limit > 0 and self.match_wait > 0 and self.stranger_wait >= 0):
@@ -122,6 +130,10 @@ def rules_text(s: Session) -> list[str]:
     if any(t.opponent == HUMAN for t in s.treatments):
         out.append(f'If no other participant is free within {s.match_wait:g} seconds, a computer program plays the '
                    'other side of your game instead.')
+    if s.belief_prize:
+        prize = fmt_money(round(s.belief_prize * 100))
+        out.append("After each game you are asked for your best estimate of the other side's private number; one "
+                   f'answer of yours is drawn at the end, and can win a bonus of {prize}.')
     return out
 
 # %% ../nbs/16_lab.ipynb #ab077862
@@ -130,9 +142,9 @@ def surplus(role: Role, reservation: int, price: int | None) -> int:
     if price is None: return 0
     return reservation - price if role is Role.BUYER else price - reservation
 
-def payoff(s: Session, surpluses: list) -> float:
-    "The fee plus `rate` money per dollar of surplus over the scored games; never below 0, never above `cap`."
-    return round(min(s.cap, max(0.0, s.fee + s.rate * sum(surpluses) / 100)), 2)
+def payoff(s: Session, surpluses: list, belief: int = 0) -> float:
+    "The fee, `rate` money per dollar of surplus over the scored games, the belief payment (cents); in [0, `cap`]."
+    return round(min(s.cap, max(0.0, s.fee + s.rate * sum(surpluses) / 100 + belief / 100)), 2)
 
 # %% ../nbs/16_lab.ipynb #e1aff9bb
 LAB_SCHEMA = """
@@ -152,9 +164,11 @@ CREATE TABLE IF NOT EXISTS asides (
     text TEXT NOT NULL, PRIMARY KEY (game_id, role, n));
 CREATE TABLE IF NOT EXISTS labels (code TEXT PRIMARY KEY, label TEXT UNIQUE NOT NULL, at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS admin_log (at REAL NOT NULL, action TEXT NOT NULL, code TEXT NOT NULL, what TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS beliefs (
+    code TEXT NOT NULL, game_id TEXT NOT NULL, role TEXT NOT NULL, estimate INTEGER, truth INTEGER NOT NULL,
+    scale INTEGER NOT NULL, asked_at REAL NOT NULL, answered_at REAL, PRIMARY KEY (code, game_id));
 """
 LAB_FILE = 'lab.sqlite'
-
 def open_lab(d: Path) -> sqlite3.Connection:
     "The lab's database in the session directory `d` (beside the games' `games.sqlite`)."
     con = sqlite3.connect(Path(d) / LAB_FILE, timeout=30, isolation_level=None, check_same_thread=False)
@@ -651,13 +665,41 @@ def games_of(self: Lab, code: str) -> list[dict]:
                     'scored': st == 'done' and EndReason(reason).scored})
     return out
 
+# %% ../nbs/16_lab.ipynb #9421d708
+@patch
+def beliefs_of(self: Lab, code: str) -> list[dict]:
+    "A participant's belief questions in the order of their games: game, role; estimate, truth, scale in cents."
+    cur = self.con.execute('SELECT b.game_id, b.role, b.estimate, b.truth, b.scale, b.asked_at, b.answered_at FROM '
+                           'beliefs b JOIN lab_games g ON g.game_id = b.game_id WHERE b.code=? ORDER BY g.idx', (code,))
+    return [dict(zip([c[0] for c in cur.description], r)) for r in cur.fetchall()]
+
+@patch
+def belief_pay(self: Lab, code: str) -> dict:
+    "`pay_belief` over `code`'s questions, seeded by the session's seed and their code: the game drawn, its payment."
+    qs, prize = self.beliefs_of(code), round(self.session.belief_prize * 100)
+    if not (qs and prize): return {'game_id': None, 'chance': 0.0, 'draw': None, 'won': False, 'paid': 0}
+    from bilateral.probes import pay_belief
+    got = pay_belief([q['estimate'] for q in qs], [q['truth'] for q in qs], [q['scale'] for q in qs], prize,
+                     derive_seed(self.session.seed, 'belief', code))
+    q = qs[got['question']]
+    return {**got, 'game_id': q['game_id'], 'estimate': q['estimate'], 'truth': q['truth']}
+
+@patch
+def pay(self: Lab, code: str) -> tuple[float, dict]:
+    "(the payment, its belief part): the fee, `rate` per dollar of surplus and the belief payment; floor and cap."
+    b = self.belief_pay(code)
+    return payoff(self.session, [g['surplus'] for g in self.games_of(code) if g['scored']], b['paid']), b
+
 # %% ../nbs/16_lab.ipynb #50e9aef4
 @patch
 def payoff_page(self: Lab, code: str) -> dict:
-    "The payoff page: each scored game's surplus and how it ended, the fee, the rate, the cap, and the payoff."
+    "The payoff page: each scored game's surplus and end, the fee, the rate, the cap, the belief payment, the payoff."
     s, games = self.session, [g for g in self.games_of(code) if g['scored']]
-    return {'stage': 'payoff', 'fee': s.fee, 'rate': s.rate, 'cap': s.cap,
-            'payoff': payoff(s, [g['surplus'] for g in games]),
+    (pay, b), ks = self.pay(code), {g['game_id']: i + 1 for i, g in enumerate(games)}
+    told = {'prize': s.belief_prize, 'k': ks.get(b['game_id']), 'chance': b['chance'], 'draw': b['draw'],
+            'paid': b['paid'] / 100, **{k: None if b.get(k) is None else b[k] / 100 for k in ('estimate', 'truth')}}
+    return {'stage': 'payoff', 'fee': s.fee, 'rate': s.rate, 'cap': s.cap, 'payoff': pay,
+            'belief': told if s.belief_prize else None,
             'games': [{'k': i + 1, 'role': g['role'], 'reason': g['reason'], 'end': END_LABELS.get(g['reason']),
                        'price': g['price'], 'surplus': g['surplus'] / 100} for i, g in enumerate(games)]}
 
@@ -672,7 +714,7 @@ def state(self: Lab, code: str) -> dict:
     st = p['stage']
     if st in ('declined', 'dropped'): return {'stage': st}
     if st == 'done': return self.payoff_page(code)
-    if code in self.paused and code not in self.seats: return dict(PAUSED)      # a game in play is played out
+    if code in self.paused and code not in self.seats: return self.belief_screen(code) or dict(PAUSED)   # (below)
     if st == 'consent': return {'stage': 'consent', 'text': s.consent}
     if st == 'instructions':
         tries = json.loads(p['answers'])
@@ -682,7 +724,7 @@ def state(self: Lab, code: str) -> dict:
                 'quiz': [{'q': q, 'options': list(o)} for q, o, _ in self.quiz],
                 'wrong': grade(last, self.quiz) if tries else [], 'answers': last}
     if (seat := self.seats.get(code)) and seat.view: return seat.snapshot()
-    return self.last.get(code) or {'stage': 'waiting'}
+    return self.last.get(code) or self.belief_screen(code) or {'stage': 'waiting'}
 
 # %% ../nbs/16_lab.ipynb #2c1e6cf8
 @patch
@@ -701,6 +743,78 @@ def away(self: Lab, code: str) -> float:
     if code in self.dropped: return math.inf              # the experimenter ended their part: gone for good
     if self.socks.get(code) or code not in self.gone: return 0.0
     return time.monotonic() - self.gone[code]
+
+# %% ../nbs/16_lab.ipynb #100ccffe
+BELIEF_OF = {'buyer': "the seller's private cost", 'seller': "the buyer's private value"}
+
+def belief_how(prize: float, scale: int) -> str:
+    "How an estimate is paid, in words: the binarized scoring rule, with the listing price (`scale`, cents) as scale."
+    return (f'How it is paid: at the end, one of your estimates in this session is drawn. The closer it is to the true '
+            f'number, the higher your chance of a bonus of {fmt_money(round(prize * 100))}: an exact estimate gives a '
+            f'100% chance, one that is off by {fmt_money(scale)} (the listing price) or more gives none. Reporting '
+            'your true best guess gives you the highest chance, whatever your attitude to risk. You may skip this '
+            'question: a skipped one gives no chance.')
+
+# %% ../nbs/16_lab.ipynb #f55177a6
+@patch
+def ask(self: Lab, code: str, gid: str, role: Role, sc) -> dict | None:
+    "After `code`'s scored game `gid` (`sc`: its scenario): their question, kept open; its view (None: none asked)."
+    if not self.session.belief_prize: return None
+    truth = sc.seller_cost if role is Role.BUYER else sc.buyer_value
+    self.con.execute('INSERT OR IGNORE INTO beliefs VALUES (?,?,?,NULL,?,?,?,NULL)',
+                     (code, gid, role.value, truth, sc.item.listing_price, time.time()))
+    return self.belief_view(code, gid)
+
+@patch
+def belief_view(self: Lab, code: str, gid: str) -> dict | None:
+    "Game `gid`'s question as `code`'s page shows it: the words, the listing, their answer once given; never the truth."
+    row = self.con.execute('SELECT role, estimate, scale, answered_at FROM beliefs WHERE code=? AND game_id=?',
+                           (code, gid)).fetchone()
+    if row is None: return None
+    role, est, scale, at = row
+    return {'game_id': gid, 'question': f'Your best estimate of {BELIEF_OF[role]}, in dollars', 'listing': scale / 100,
+            'how': belief_how(self.session.belief_prize, scale), 'answered': at is not None,
+            'estimate': None if est is None else est / 100}
+
+@patch
+def belief_screen(self: Lab, code: str) -> dict | None:
+    "The screen of `code`'s open question, where their game's result screen is gone (a restart); None: none open."
+    row = self.con.execute('SELECT game_id FROM beliefs WHERE code=? AND answered_at IS NULL', (code,)).fetchone()
+    return row and {'stage': 'belief', 'belief': self.belief_view(code, row[0])}
+
+# %% ../nbs/16_lab.ipynb #e90fdb94
+BELIEF_REFUSED = {'belief_off': 'this session asks no belief question',
+                  'no_question': 'you were not asked about that game',
+                  'answered_already': 'this question has its answer already, which stays as it was',
+                  'session_over': 'your part of the session is over: your payment is fixed',
+                  'wrong_type': 'an estimate is a number of dollars such as 40, 40.50 or $1,000',
+                  'out_of_range': 'an estimate is a number of dollars from $0 to {top}'}
+
+@patch
+def believe(self: Lab, code: str, msg: dict) -> dict | None:
+    "`code`'s answer (or skip) to a question of theirs: kept once and shown; else the refusal, and nothing is done."
+    gid, stage = msg.get('game_id'), self.participant(code)['stage']
+    row = isinstance(gid, str) and self.con.execute('SELECT scale, answered_at FROM beliefs WHERE code=? AND game_id=?',
+                                                    (code, gid)).fetchone()
+    top, cents = (row[0] * Rules().price_cap if row else 0), None
+    why = ('belief_off' if not self.session.belief_prize else 'session_over' if stage in ('done', 'dropped') else
+           'no_question' if not row else 'answered_already' if row[1] is not None else None)
+    if why is None and msg.get('skip') is not True:
+        try: x = float(read_number(msg.get('estimate')))
+        except ToolError: why = 'wrong_type'
+        except OverflowError: why = 'out_of_range'
+        else: why, cents = (None, round(x * 100)) if math.isfinite(x) and 0 <= x * 100 <= top else ('out_of_range', 0)
+    if why: return {'error': why, 'message': BELIEF_REFUSED[why].format(top=fmt_money(round(top)))}
+    self.con.execute('UPDATE beliefs SET estimate=?, answered_at=? WHERE code=? AND game_id=? AND answered_at IS NULL',
+                     (cents, time.time(), code, gid))
+    st, view = self.last.get(code) or {}, self.belief_view(code, gid)
+    self.show(code, {**st, 'belief': view} if st.get('game_id') == gid else {'stage': 'belief', 'belief': view})
+
+# %% ../nbs/16_lab.ipynb #37f0943e
+@patch
+def close_belief(self: Lab, code: str):
+    "Going on without an answer: `code`'s open question counts as skipped (no answer: chance 0)."
+    self.con.execute('UPDATE beliefs SET answered_at=? WHERE code=? AND answered_at IS NULL', (time.time(), code))
 
 # %% ../nbs/16_lab.ipynb #8e8b0f36
 AWAY_NOTICE = 2.0    # seconds a page may be closed (a reload) before the partner is told
@@ -734,7 +848,7 @@ def connect(self: Lab, code: str, ws):
     self.gone.pop(code, None)
     self.restore(code)
     p = self.participant(code)
-    if p['stage'] == 'play' and code not in self.last:
+    if p['stage'] == 'play' and code not in self.last and not self.belief_screen(code):
         self.next_game(code)
     self.show(code, self.state(code))
     if (o := self._partner(code)) and o.view.d['partner_away'] is not None:
@@ -756,10 +870,11 @@ def disconnect(self: Lab, code: str, ws):
 # %% ../nbs/16_lab.ipynb #90bbf27d
 @patch
 def handle(self: Lab, code: str, msg: dict):
-    "One message from a participant's page: consent, the check's answers, a game action, or 'next game'."
+    "One message from a participant's page: consent, the check's answers, a game action, a belief, or 'next game'."
     p, kind = self.participant(code), msg.get('type') if isinstance(msg, dict) else None
-    if p['stage'] == 'dropped' or (code in self.paused and code not in self.seats):   # nothing counts: said again
-        return self.show(code, self.state(code))
+    if p['stage'] == 'dropped' or (code in self.paused and code not in self.seats and kind != 'belief'):
+        return self.show(code, self.state(code))                                     # nothing counts: said again
+    if kind == 'belief': return self.believe(code, msg)               # None, or the refusal the page is sent
     if kind == 'consent' and p['stage'] == 'consent':
         if msg.get('agree') is True: self._set(code, stage='instructions', consent_at=time.time())
         else: self._set(code, stage='declined', declined_at=time.time())
@@ -823,7 +938,7 @@ def receive(self: Lab, code: str, text: str) -> dict | None:
     if not self.allow(code): return refused('too_fast')
     try: msg = json.loads(text)
     except (ValueError, RecursionError): return refused('invalid_json')
-    self.handle(code, msg)
+    return self.handle(code, msg)
 
 # %% ../nbs/16_lab.ipynb #fb510a8d
 @patch
@@ -841,6 +956,8 @@ async def run_game(self: Lab, gid: str, idx: int, k: dict, scenario, seats: dict
     for a in agents.values():
         if isinstance(a, PersonSeat):
             self.seats.pop(a.code, None)
+            if r.outcome.reason.scored and a.code not in self.dropped:        # a dropped one's payment is fixed
+                a.view.d['belief'] = self.ask(a.code, gid, a.brief.role, scenario)
             a.push()
 
 # %% ../nbs/16_lab.ipynb #4270411c
@@ -905,8 +1022,9 @@ def next_game(self: Lab, code: str):
     "Start `code`'s next game, queue them for a partner, or show the payoff page when their games are played."
     s, p, games = self.session, self.participant(code), self.games_of(code)
     if code in self.queue or any(g['status'] == 'running' for g in games): return     # one game at a time
+    self.close_belief(code)                                 # a question left open: skipped by going on
     if sum(g['scored'] for g in games) >= s.games or len(games) >= 2 * s.games + 2:
-        pay = payoff(s, [g['surplus'] for g in games if g['scored']])
+        pay, _ = self.pay(code)
         self._set(code, stage='done', finished_at=time.time(), payoff=pay)
         self.last.pop(code, None)
         return self.show(code, self.state(code))
@@ -1036,7 +1154,9 @@ EXPORT_COLUMNS = ['session.code', 'session.config.participation_fee', 'session.c
                   'participant.comprehension_tries', 'participant.comprehension_answers', 'participant.passed_at',
                   'participant.finished_at', 'participant.payoff', 'subsession.round_number', 'group.game_id',
                   'group.status', 'group.end_reason', 'group.deal', 'group.price', 'player.role', 'player.agent',
-                  'player.opponent', 'player.private_value', 'player.surplus', 'player.scored']
+                  'player.opponent', 'player.private_value', 'player.surplus', 'player.scored', 'player.belief_asked',
+                  'player.belief_estimate', 'player.belief_truth', 'player.belief_listing', 'player.belief_error',
+                  'player.belief_answered_at']
 
 # %% ../nbs/16_lab.ipynb #0923e1c9
 def _participant_columns(p: dict, s: Session, session: str) -> dict:
@@ -1058,6 +1178,14 @@ def _game_columns(n: int, g: dict, code: str, sc: dict) -> dict:
             'player.private_value': None if priv is None else priv / 100,
             'player.surplus': None if g['surplus'] is None else g['surplus'] / 100, 'player.scored': g['scored']}
 
+def _belief_columns(q: dict | None) -> dict:
+    "The belief question's columns of a game (`q`: its row in `beliefs`, None if not asked), in dollars."
+    if q is None: return {'player.belief_asked': False}
+    e, t, L = q['estimate'], q['truth'], q['scale']
+    return {'player.belief_asked': True, 'player.belief_estimate': None if e is None else e / 100,
+            'player.belief_truth': t / 100, 'player.belief_listing': L / 100,
+            'player.belief_error': None if e is None else abs(e - t) / L, 'player.belief_answered_at': q['answered_at']}
+
 # %% ../nbs/16_lab.ipynb #cb18b6c3
 def export_rows(d: str | Path) -> list[dict]:
     "The rows of `bilateral lab export`: each participant's games (a participant without games: one row)."
@@ -1066,8 +1194,9 @@ def export_rows(d: str | Path) -> list[dict]:
     out = []
     for (code,) in lab.con.execute('SELECT code FROM participants ORDER BY code').fetchall():
         base = _participant_columns(lab.participant(code), lab.session, Path(d).resolve().name)
-        games = lab.games_of(code)
-        out += [{**base, **_game_columns(n, g, code, scen.get(g['game_id'], {}))} for n, g in enumerate(games, 1)]
+        games, asked = lab.games_of(code), {q['game_id']: q for q in lab.beliefs_of(code)}
+        out += [{**base, **_game_columns(n, g, code, scen.get(g['game_id'], {})),
+                 **_belief_columns(asked.get(g['game_id']))} for n, g in enumerate(games, 1)]
         if not games: out.append(base)
     lab.close()
     return out
@@ -1093,9 +1222,11 @@ def _session(a) -> Session | None:
     read = lambda p, default: Path(p).read_text() if p else default
     texts = {'consent': read(a.consent, given.pop('consent', CONSENT)),
              'instructions': read(a.instructions, given.pop('instructions', INSTRUCTIONS))}
+    prize, flag = given.pop('belief_prize', 0.0), getattr(a, 'belief_prize', None)    # the flag over the file
     return Session(tuple(parse_treatment(t) for t in a.treatment), a.preset, a.games, a.deadline, a.fee, a.rate,
                    seed=a.seed, leave_after=a.leave_after, cap=a.cap, turn_limit=a.turn_limit,
-                   match_wait=a.match_wait, fallback=a.fallback, stranger_wait=a.stranger_wait, **texts, **given)
+                   match_wait=a.match_wait, fallback=a.fallback, stranger_wait=a.stranger_wait,
+                   belief_prize=_prize(prize if flag is None else flag, '--belief-prize'), **texts, **given)
 
 def cmd_lab(a) -> str:
     "`bilateral lab run|export`; the experimenter's other commands are `16b_lab_admin`'s."
@@ -1117,6 +1248,8 @@ def _session_options(r):
     r.add_argument('--fee', type=float, default=Session.fee, help='show-up fee')
     r.add_argument('--rate', type=float, default=Session.rate, help='money per dollar of surplus')
     r.add_argument('--cap', type=float, default=Session.cap, help='the most a participant is paid, fee included')
+    r.add_argument('--belief-prize', type=float, default=None, metavar='MONEY',
+                   help="the belief question's prize (default: the session file's, else 0: not asked)")
     r.add_argument('--session', default=None, metavar='FILE',
                    help='a TOML or JSON file with the consent text, the instructions and the check (`lab example`)')
     r.add_argument('--labels', default=None, metavar='FILE',

@@ -12,18 +12,18 @@ from pathlib import Path
 from .core import ConfigError, fmt_money
 from .lab import (END_LABELS, LAB_FILE, MAX_FRAME, QUIZ, CONSENT, INSTRUCTIONS, Lab, Session, _session,
                            _session_options, admin_token, asset, export_rows, EXPORT_COLUMNS, links, listen,
-                           make_app, payoff)
+                           make_app, payoff, _prize)
 from .store import Store, _decoded
 
 # %% auto #0
 __all__ = ['SESSION_KEYS', 'MAX_LABEL', 'PAYMENT_COLUMNS', 'ACTION_COLUMNS', 'BUTTONS', 'read_session_file', 'read_labels',
            'example_session', 'room_token', 'labels_of', 'join', 'payment_rows', 'payments_text', 'payments_html',
            'utc', 'action_rows', 'export_actions_csv', 'monitor_rows', 'AdminError', 'advance', 'pause', 'drop',
-           'monitor_html', 'press', 'room_html', 'admin_routes', 'bot_move', 'bot', 'play_bots', 'bots_text',
-           'add_admin_actions', 'cmd_admin']
+           'monitor_html', 'press', 'room_html', 'admin_routes', 'bot_move', 'bot_belief', 'bot', 'play_bots',
+           'bots_text', 'add_admin_actions', 'cmd_admin']
 
 # %% ../nbs/16b_lab_admin.ipynb #99aa106d
-SESSION_KEYS = ('consent', 'instructions', 'quiz', 'labels')
+SESSION_KEYS = ('consent', 'instructions', 'quiz', 'labels', 'belief_prize')
 
 def _texts(xs, what: str, where: str) -> tuple:
     "A list of distinct non-empty strings, as a tuple; else `ConfigError`."
@@ -68,6 +68,7 @@ def read_session_file(path: str | Path) -> dict:
         out[k] = d[k]
     if 'quiz' in d: out['quiz'] = _quiz(d['quiz'], f'session file {p}')
     if 'labels' in d: out['labels'] = _texts(d['labels'], 'labels', f'session file {p}')
+    if 'belief_prize' in d: out['belief_prize'] = _prize(d['belief_prize'], f'session file {p}: belief_prize')
     return out
 
 # %% ../nbs/16b_lab_admin.ipynb #078e6f47
@@ -108,22 +109,25 @@ def join(lab: Lab, label) -> tuple[str | None, str]:
 
 # %% ../nbs/16b_lab_admin.ipynb #c60d57a3
 PAYMENT_COLUMNS = ['participant.code', 'participant.label', 'participant.stage', 'games', 'points', 'fee',
-                   'currency_per_point', 'earned', 'uncapped', 'cap', 'payment', 'capped', 'final']
+                   'currency_per_point', 'earned', 'belief_game', 'belief_chance', 'belief_draw', 'belief_payment',
+                   'uncapped', 'cap', 'payment', 'capped', 'final']
 
 def payment_rows(lab: Lab) -> list[dict]:
     "One row per participant (see above), then the totals."
     s, names, out = lab.session, labels_of(lab.con), []
     for (code,) in lab.con.execute('SELECT code FROM participants ORDER BY code').fetchall():
         p, games = lab.participant(code), [g for g in lab.games_of(code) if g['scored']]
-        points = sum(g['surplus'] for g in games) / 100
-        uncapped = round(max(0.0, s.fee + s.rate * points), 2)
+        (pay, b), points = lab.pay(code), sum(g['surplus'] for g in games) / 100      # b: the belief payment
+        uncapped = round(max(0.0, s.fee + s.rate * points + b['paid'] / 100), 2)
         final = p['stage'] in ('done', 'dropped') and p['payoff'] is not None
-        pay = p['payoff'] if final else payoff(s, [g['surplus'] for g in games])
         out.append({'participant.code': code, 'participant.label': names.get(code, ''), 'participant.stage': p['stage'],
                     'games': len(games), 'points': round(points, 2), 'fee': s.fee, 'currency_per_point': s.rate,
-                    'earned': round(s.rate * points, 2), 'uncapped': uncapped, 'cap': s.cap, 'payment': pay,
-                    'capped': uncapped > s.cap, 'final': final})
-    total = {k: round(sum(r[k] for r in out), 2) for k in ('games', 'points', 'earned', 'uncapped', 'payment')}
+                    'earned': round(s.rate * points, 2), 'belief_game': b['game_id'] or '',
+                    'belief_chance': b['chance'], 'belief_draw': '' if b['draw'] is None else b['draw'],
+                    'belief_payment': b['paid'] / 100, 'uncapped': uncapped, 'cap': s.cap,
+                    'payment': p['payoff'] if final else pay, 'capped': uncapped > s.cap, 'final': final})
+    total = {k: round(sum(r[k] for r in out), 2) for k in ('games', 'points', 'earned', 'belief_payment', 'uncapped',
+                                                           'payment')}
     return out + [{**{k: '' for k in PAYMENT_COLUMNS}, 'participant.code': 'total', **total,
                    'capped': sum(r['capped'] for r in out), 'final': sum(r['final'] for r in out)}]
 
@@ -138,13 +142,13 @@ def _csv(rows: list[dict], columns: list) -> str:
 def _money(x) -> str: return '' if x == '' or x is None else fmt_money(round(x * 100))
 
 def payments_text(rows: list[dict]) -> str:
-    "The payments as a table for a terminal: code, label, stage, games, points, payment, capped, final."
-    line = '{:<8} {:<16} {:<13} {:>5} {:>9} {:>10} {:>6} {:>5}'
-    out = [line.format('code', 'label', 'stage', 'games', 'points', 'payment', 'capped', 'final')]
+    "The payments as a table for a terminal: code, label, stage, games, points, belief payment, payment, capped, final."
+    line = '{:<8} {:<16} {:<13} {:>5} {:>9} {:>8} {:>10} {:>6} {:>5}'
+    out = [line.format('code', 'label', 'stage', 'games', 'points', 'belief', 'payment', 'capped', 'final')]
     for r in rows:
         out.append(line.format(r['participant.code'], str(r['participant.label'])[:16], r['participant.stage'],
-                               r['games'], f"{r['points']:.2f}", _money(r['payment']), str(r['capped']),
-                               str(r['final'])))
+                               r['games'], f"{r['points']:.2f}", _money(r['belief_payment']), _money(r['payment']),
+                               str(r['capped']), str(r['final'])))
     return '\n'.join(out)
 
 def payments_html(lab: Lab) -> str:
@@ -301,7 +305,8 @@ def drop(lab: Lab, code: str) -> str:
     "End a participant's part for good: their payment fixed at what their scored games gave, their game left."
     st = lab.participant(code)['stage']
     if st in ('done', 'declined', 'dropped'): raise AdminError(f'{code} is {st} already')
-    pay = payoff(lab.session, [g['surplus'] for g in lab.games_of(code) if g['scored']])
+    lab.close_belief(code)                                  # a question left open: no answer
+    pay, _ = lab.pay(code)
     lab._set(code, stage='dropped', finished_at=time.time(), payoff=pay)
     lab.dropped.add(code)
     lab.paused.discard(code)
@@ -390,12 +395,19 @@ def bot_move(st: dict) -> dict:
     price = round(mine * (0.9 if buyer else 1.1), 2)
     return {'type': 'act', 'tool': 'make_offer', 'args': {'price': price, 'note': 'from a bot <b>'}, 'then_wait': True}
 
+def bot_belief(st: dict) -> dict:
+    "A bot's estimate of the other side's number: midway between its own and their last offer (else the listing)."
+    b, seen = st['belief'], [h['price'] for h in st.get('history', ()) if h['who'] == 'them' and h['price'] is not None]
+    mine = (st.get('private') or {}).get('amount', b['listing'])
+    return {'type': 'belief', 'game_id': b['game_id'], 'estimate': round((mine + (seen or [b['listing']])[-1]) / 2, 2)}
+
 def _bot_reply(st: dict, answers: list) -> dict | None:
-    "What a bot sends on the screen `st`: consent, the right answers, a move on its turn, 'next' after a game."
-    stage = st.get('stage')
+    "What a bot sends on the screen `st`: consent, the right answers, a move on its turn, its belief, 'next'."
+    stage, b = st.get('stage'), st.get('belief')
     if stage == 'consent': return {'type': 'consent', 'agree': True}
     if stage == 'instructions': return {'type': 'quiz', 'answers': answers}
-    if stage == 'game' and st['over']: return {'type': 'next'}
+    if stage in ('game', 'belief') and b and not b['answered']: return bot_belief(st)
+    if stage == 'belief' or (stage == 'game' and st['over']): return {'type': 'next'}
     if stage == 'game' and st['your_turn']: return bot_move(st)
     return None
 
@@ -453,10 +465,12 @@ def play_bots(session: Session, d: str | Path | None = None) -> dict:
         reasons = [g for (g,) in lab.con.execute("SELECT reason FROM lab_games WHERE status='done'")]
         cut = lab.con.execute("SELECT COUNT(*) FROM lab_games WHERE status!='done'").fetchone()[0]
         stuck = [f'{c}: {type(x).__name__}' for (c, _), x in zip(links(lab.con, ''), got) if isinstance(x, Exception)]
+        beliefs = lab.con.execute('SELECT COUNT(*), COUNT(estimate) FROM beliefs').fetchone()    # asked, answered
     finally: lab.close()
     return {'dir': str(d), 'participants': len(pays), 'seconds': round(secs, 1), 'reasons': reasons, 'cut': cut,
             'payments': [p['payment'] for p in pays], 'capped': sum(p['capped'] for p in pays), 'cap': s.cap,
-            'lag': sorted(lag), 'stuck': stuck}
+            'lag': sorted(lag), 'stuck': stuck, 'beliefs': list(beliefs),
+            'belief_paid': round(sum(p['belief_payment'] for p in pays), 2)}
 
 # %% ../nbs/16b_lab_admin.ipynb #dff055f3
 def _pct(xs: list, p: float) -> float: return xs[min(len(xs) - 1, int(p * len(xs)))] if xs else math.nan
@@ -473,6 +487,8 @@ def bots_text(r: dict) -> str:
         f"payments: least {_money(pays[0])}, median {_money(statistics.median(pays))}, most {_money(pays[-1])}; "
         f"total {_money(sum(pays))}; the cap ({_money(r['cap'])}) bound for {r['capped']}" if pays
         else 'payments: none',
+        *([f"belief question: {r['beliefs'][1]} of {r['beliefs'][0]} answered; {_money(r['belief_paid'])} paid "
+           'for them'] if r.get('beliefs', [0])[0] else []),
         f"answers to actions: median {ms(_pct(r['lag'], 0.5))}, p99 {ms(_pct(r['lag'], 0.99))} "
         f"({len(r['lag'])} answers)",
         'every participant reached the payoff page' if not r['stuck'] else f"stuck: {', '.join(r['stuck'])}"])

@@ -110,7 +110,8 @@ def test_a_bad_session_file_stops_with_one_line(tmp_path):
     r = subprocess.run([EXE, 'lab', 'example'], capture_output=True, text=True)
     (tmp_path / 'example.toml').write_text(r.stdout)
     assert read_session_file(tmp_path / 'example.toml') == {
-        'consent': CONSENT, 'instructions': INSTRUCTIONS, 'quiz': tuple((q, tuple(o), a) for q, o, a in QUIZ)}
+        'consent': CONSENT, 'instructions': INSTRUCTIONS, 'quiz': tuple((q, tuple(o), a) for q, o, a in QUIZ),
+        'belief_prize': 0.0}
 
 def test_the_monitor(tmp_path):
     """Issue 56: the monitor says who is online, on which page and game; its buttons (POSTs with the admin token)

@@ -5,14 +5,15 @@
 A `bilateral lab run` on 127.0.0.1 with one flooder (P01) and `--victims` participants who play games against a
 scripted agent all along (tests/lab_bot.py's moves). P01 agrees, then sends `--tries` wrong quiz answers at `--rate`
 a second, `--big` submissions of three answers of `--big-kb` KB each, and `--empty` frames `{}`, reconnecting whenever
-the server closes its socket. Printed: the victims' action-to-answer latency and a page load's latency during the flood
-(p50, p99, max), how long the flood took to send, how much lab.sqlite (with its WAL) grew during it, its size at the
-end (checkpointed), and the size of the flooder's row of tries."""
+the server closes its socket; the session asks the belief question (`--belief-prize`, 2 by default; 0 asks none), which
+the victims answer after each game. Printed: the victims' action-to-answer latency and a page load's latency during
+the flood (p50, p99, max), how long the flood took to send, how much lab.sqlite (with its WAL) grew during it, its size
+at the end (checkpointed), the size of the flooder's row of tries, and the belief questions asked and answered."""
 import argparse, asyncio, json, signal, sqlite3, subprocess, sys, tempfile, time, urllib.request
 from pathlib import Path
 import websockets
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'tests'))
-from lab_bot import move
+from lab_bot import belief, move
 from bilateral.fakeserver import free_port
 from bilateral.lab import QUIZ
 
@@ -32,7 +33,9 @@ async def victim(link: str, lag: list, stop: asyncio.Event):
             sent, msg = None, None
             if st.get('stage') == 'consent': msg = {'type': 'consent', 'agree': True}
             elif st.get('stage') == 'instructions': msg = {'type': 'quiz', 'answers': [x[2] for x in QUIZ]}
-            elif st.get('stage') == 'game' and st['over']: msg = {'type': 'next'}
+            elif st.get('stage') in ('game', 'belief') and (st.get('belief') or {}).get('answered') is False:
+                msg = belief(st)
+            elif st.get('stage') == 'belief' or (st.get('stage') == 'game' and st['over']): msg = {'type': 'next'}
             elif st.get('stage') == 'game' and st['your_turn']: msg = move(st)
             if msg:
                 sent = time.monotonic()
@@ -80,7 +83,8 @@ async def main(a):
     d = Path(tempfile.mkdtemp(prefix='lab-flood-')) / 'session'
     port = free_port()
     cmd = [str(Path(sys.executable).parent / 'bilateral'), 'lab', 'run', str(d), '--port', str(port), '--treatment',
-           '1:buyer:conceder', '--treatment', f'{a.victims}:buyer:conceder', '--games', '99', '--deadline', '20']
+           '1:buyer:conceder', '--treatment', f'{a.victims}:buyer:conceder', '--games', '99', '--deadline', '20',
+           '--belief-prize', str(a.belief_prize)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     try:
         lines = [proc.stdout.readline().strip() for _ in range(a.victims + 2)]
@@ -104,6 +108,7 @@ async def main(a):
         except subprocess.TimeoutExpired: proc.kill()
     con = sqlite3.connect(d / 'lab.sqlite')
     row = con.execute("SELECT length(answers) FROM participants WHERE code='P01'").fetchone()[0]
+    beliefs = con.execute('SELECT COUNT(*), COUNT(estimate) FROM beliefs').fetchone()
     con.execute('PRAGMA wal_checkpoint(TRUNCATE)')
     con.close()
     return {'flood_s': round(t1 - t0, 1), 'victim_actions': len(during(acts)),
@@ -111,7 +116,7 @@ async def main(a):
             'page_loads': len(during(loads)),
             'page_ms_p50_p99_max': [q(during(loads), 0.5), q(during(loads), 0.99), q(during(loads), 1)],
             'lab_sqlite_growth_kb': grew, 'lab_sqlite_kb_at_end': round(size(d) / 1024),
-            'flooder_row_bytes': row, 'flooder_got': got}
+            'flooder_row_bytes': row, 'flooder_got': got, 'beliefs_asked_answered': list(beliefs)}
 
 if __name__ == '__main__':
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -121,4 +126,5 @@ if __name__ == '__main__':
     p.add_argument('--big-kb', type=int, default=300)
     p.add_argument('--empty', type=int, default=5000)
     p.add_argument('--victims', type=int, default=4)
+    p.add_argument('--belief-prize', type=float, default=2.0, help="the belief question's prize (0: not asked)")
     print(json.dumps(asyncio.run(main(p.parse_args()))))

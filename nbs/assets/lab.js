@@ -156,12 +156,28 @@ function actions(s) {
       : null);
 }
 
+// The belief question (nbs/16_lab.ipynb): asked after a scored game, under its result; Continue comes once it is
+// answered or skipped. The page never gets the other side's number, so it cannot show it.
+function belief(b) {
+  if (b.answered) return el('div', {id: 'belief'}, el('p', {id: 'believed'}, b.estimate === null ?
+    'You skipped the question on the other side\'s number.' : `Your estimate: ${money(b.estimate)}. Thank you.`));
+  const est = el('input', {id: 'estimate', type: 'text', inputmode: 'decimal', placeholder: 'dollars', size: 8});
+  return el('div', {id: 'belief'}, el('h3', {id: 'question'}, b.question),
+    el('p', {}, `The item was listed at ${money(b.listing)}.`), el('p', {id: 'how'}, b.how),
+    el('div', {}, '$', est, el('button', {id: 'believe', disabled: !online,
+      on: {click: () => send({type: 'belief', game_id: b.game_id, estimate: num(est.value)})}}, 'Submit my estimate'),
+    el('button', {id: 'skip', class: 'quiet', disabled: !online,
+      on: {click: () => send({type: 'belief', game_id: b.game_id, skip: true})}}, 'Skip this question')));
+}
+const goOn = b => (b && !b.answered) ? null :
+  el('button', {id: 'next', on: {click: () => send({type: 'next'})}}, 'Continue');
+
 function over(s) {
   const o = s.over;
   const what = o.text || (o.deal ? `Deal at ${money(o.price)}.` : 'No deal.');
   return el('div', {id: 'over'}, el('h2', {}, 'The game is over'), el('p', {id: 'why'}, what,
     o.scored ? ` Your surplus: ${money(o.surplus)}.` : ' This game could not be played; it is not counted.'),
-    el('button', {id: 'next', on: {click: () => send({type: 'next'})}}, 'Continue'));
+    s.belief ? belief(s.belief) : null, goOn(s.belief));
 }
 
 function game(s) {
@@ -184,13 +200,23 @@ function game(s) {
 function payoff(s) {
   const rows = s.games.map(g => el('tr', {}, el('td', {}, g.k), el('td', {}, g.role), el('td', {}, g.end || g.reason),
     el('td', {}, money(g.price)), el('td', {}, money(g.surplus))));
+  const b = s.belief, pct = x => `${(100 * x).toFixed(1)}%`;
+  const drawn = !b ? null : el('p', {id: 'belief-pay'}, b.k === null || b.k === undefined ?
+    'You answered no question on the other side\'s number, so there is no bonus for it.' :
+    `Your estimate of the other side's number in game ${b.k} was drawn: ` +
+    `${b.estimate === null ? 'no answer' : money(b.estimate)}, the true number ${money(b.truth)}. ` +
+    `Your chance of the bonus was ${pct(b.chance)}, the draw ${pct(b.draw)}: ` +
+    (b.paid ? `you win ${money(b.paid)}.` : 'no bonus.'));
   return [el('h1', {}, 'Thank you'), el('p', {id: 'payoff'}, 'Your payment: ', el('b', {}, money(s.payoff))),
     el('p', {}, `${money(s.fee)} for taking part, plus ${money(s.rate)} per dollar of surplus` +
+       (b ? ', plus the bonus for your estimate' : '') +
        (s.cap !== undefined ? `, at most ${money(s.cap)} in all.` : '.')),
+    drawn,
     el('table', {}, el('tr', {}, ...['game', 'role', 'end', 'price', 'surplus'].map(h => el('th', {}, h))), ...rows)];
 }
 
 const screens = {consent, instructions, game, payoff,
+  belief: s => [el('h1', {}, 'One question about your last game'), belief(s.belief), goOn(s.belief)],
   declined: () => [el('h1', {}, 'Thank you'), el('p', {}, 'You chose not to take part. You may close this page.')],
   waiting: s => [el('h1', {}, 'Please wait'), el('p', {}, s.why || 'Your next game is being prepared.')],
   paused: s => [el('h1', {}, 'Paused'), el('p', {id: 'paused'}, s.why)],
@@ -199,7 +225,7 @@ const screens = {consent, instructions, game, payoff,
 
 function draw() {
   const keep = {};
-  for (const id of ['price', 'note', 'say', 'reason', 'secs']) {
+  for (const id of ['price', 'note', 'say', 'reason', 'secs', 'estimate']) {
     const e = document.getElementById(id);
     if (e) keep[id] = e.value;
   }
