@@ -197,8 +197,8 @@ def test_messages_at_any_time(tmp_path):
         (wa, fa), (wb, fb) = await _pair_up(links(lines))
         await _until(wa, fa, lambda s: s.get('your_turn'))                 # A holds the turn and says nothing
         await wb.send(_act('send_message', 5, True, text='Are you there? <i>'))
-        heard = await _until(wa, fa, lambda s: any(h['who'] == 'them' for h in s['history']), 5)
-        said = await _until(wb, fb, lambda s: s.get('done_seq') == 5, 5)
+        heard = await _until(wa, fa, lambda s: any(h['who'] == 'them' for h in s['history']), 20)
+        said = await _until(wb, fb, lambda s: s.get('done_seq') == 5, 20)
         await wa.send(_act('quit_negotiation'))
         await asyncio.gather(_until(wa, fa, lambda s: s.get('over')), _until(wb, fb, lambda s: s.get('over')))
         for ws in (wa, wb): await ws.close()
