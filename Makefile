@@ -37,8 +37,11 @@ style-check: venv
 nbtest: venv
 	$(BIN)/python tools/nbtest.py
 
+## pytest-xdist spreads the test files over 4 processes (most tests wait on servers, subprocesses and sockets; each
+## worker runs torch on one thread, tests/conftest.py); PYTEST_WORKERS=0 runs them in this one process.
+PYTEST_WORKERS ?= 4
 pytest: venv
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest tests -n $(PYTEST_WORKERS) --dist loadfile
 
 ## make reproduce: the main job on the embedded default data.
 reproduce: venv

@@ -326,6 +326,27 @@ def page_context(app, pagename, templatename, context, doctree):
         app.add_js_file(BUNDLE)
         app.add_js_file('charts.js')
 
+def nbdev_pages(app):
+    """nbdev's links (`_modidx`: `agents.html#agent.act`, what other nbdev projects follow) as pages of this site: each
+    one a redirect to the Sphinx entry of the name (`nbs/04_agents.html#bilateral.agents.Agent.act`)."""
+    objs, pages = app.env.get_domain('py').objects, {}
+    for name, (link, _) in modidx().items():
+        if name not in objs: continue
+        page, _, frag = link.partition('#')
+        target = f"{app.builder.get_target_uri(objs[name].docname)}#{objs[name].node_id}"
+        pages.setdefault(page, {'': target.split('#')[0]})[frag] = target
+    for page, table in pages.items():
+        out = Path(app.outdir) / page
+        if out.exists() or '/' in page: continue
+        out.write_text('<!DOCTYPE html><meta charset="utf-8"><title>bilateral</title><script>var m = '
+                       + json.dumps(table, sort_keys=True) + ';location.replace(m[location.hash.slice(1)] || m[""]);'
+                       + f'</script><a href="{table[""]}">{table[""]}</a>\n')
+        # and the page as markdown, where each module's docstring points (`Docs: .../agents.html.md`)
+        nb = json.loads((ROOT / (table[''].removesuffix('.html') + '.ipynb')).read_text())
+        out.with_name(page + '.md').write_text('\n\n'.join(
+            src if c['cell_type'] == 'markdown' else f'```python\n{src}\n```' for c in nb['cells']
+            if (src := ''.join(c['source']).strip()) and not src.startswith('#| hide')) + '\n')
+
 def build_finished(app, exc):
     if exc is not None or app.builder.name != 'html': return
     missing = missing_entries(Path(app.outdir), notebooks())
@@ -333,6 +354,7 @@ def build_finished(app, exc):
         from sphinx.errors import ExtensionError
         raise ExtensionError(f'{len(missing)} public names of bilateral/_modidx.py have no API entry on any page: '
                              + ', '.join(missing[:30]))
+    nbdev_pages(app)
     (Path(app.outdir) / 'index.html').write_text(
         '<!DOCTYPE html><meta charset="utf-8"><title>bilateral</title>'
         '<meta http-equiv="refresh" content="0; url=nbs/index.html"><a href="nbs/index.html">bilateral</a>\n')

@@ -4,6 +4,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+if os.environ.get('PYTEST_XDIST_WORKER'):       # `make pytest`'s workers share the cores: one torch thread each, and
+    for v in ('OMP_NUM_THREADS', 'MKL_NUM_THREADS'): os.environ.setdefault(v, '1')    # in the processes they start
 sys.path.insert(0, str(ROOT / 'tools'))
 # never the user's cache
 os.environ.setdefault('BILATERAL_CACHE', str(Path(tempfile.mkdtemp(prefix='bilateral-test-cache-')) / 'llm.sqlite'))
@@ -36,8 +38,15 @@ def tiny_model(tmp_path_factory):
     pre = os.environ.get('BILATERAL_TEST_TINY_MODEL')   # a model built earlier with the defaults, to iterate faster
     report = Path(pre) / 'bilateral_tiny.json' if pre else None
     if report and report.exists(): return Path(pre), json.loads(report.read_text())
-    d = tmp_path_factory.mktemp('tiny-model')
-    return d, build_tiny_model(d)
+    if not os.environ.get('PYTEST_XDIST_WORKER'):
+        d = tmp_path_factory.mktemp('tiny-model')
+        return d, build_tiny_model(d)
+    # under pytest-xdist the workers share one build: the first to take the lock builds it, the others read it
+    from filelock import FileLock
+    d = tmp_path_factory.getbasetemp().parent / 'tiny-model'
+    with FileLock(str(d) + '.lock'):
+        if not (d / 'bilateral_tiny.json').exists(): build_tiny_model(d)
+    return d, json.loads((d / 'bilateral_tiny.json').read_text())
 
 @pytest.fixture(scope='module')
 def srv():

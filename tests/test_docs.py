@@ -67,6 +67,10 @@ def site(tmp_path_factory):
     assert not re.search(r'WARNING|ERROR', r.stderr), r.stderr[-3000:]
     return out
 
+def bilateral_agents_doc() -> str:
+    import bilateral.agents
+    return bilateral.agents.__doc__.rsplit('Docs: ', 1)[1].strip()
+
 class Refs(html.parser.HTMLParser):
     "Every href of a page, and every id it defines."
     def __init__(self):
@@ -94,6 +98,12 @@ def test_the_pages_and_their_entries(site, monkeypatch):
     assert '#| export' not in agents and 'Report an issue' in agents
     assert 'github.com/bilateral-dev/bilateral/blob/main/bilateral/agents.py#L' in agents      # an entry's source
     assert nbdocs.missing_entries(site, nbdocs.notebooks()) == []
+    # nbdev's links (`_modidx`, as other nbdev projects follow them) lead to the entries
+    table = json.loads(re.search(r'var m = (\{.*?\});', (site / 'agents.html').read_text())[1])
+    assert table['agent.act'] == 'nbs/04_agents.html#bilateral.agents.Agent.act' and table[''] == 'nbs/04_agents.html'
+    assert all(t.split('#')[1] in ids for k, t in table.items() if k)
+    md = (site / 'agents.html.md').read_text()                  # where the module's docstring points
+    assert bilateral_agents_doc().endswith('/agents.html.md') and 'def make_agent(' in md and '#| hide' not in md
 
 def test_no_internal_link_is_broken(site):
     found = {p: refs(p) for p in site.rglob('*.html')}
@@ -143,6 +153,8 @@ def test_search_a_narrow_window_and_a_chart_offline(site, tmp_path):
         page.wait_for_url('**/nbs/04_agents.html#bilateral.agents.make_agent')
         assert page.locator('[id="bilateral.agents.make_agent"]').is_visible()
         page.screenshot(path=str(tmp_path / 'agents.png'))
+        page.goto((site / 'agents.html').as_uri() + '#make_agent')      # nbdev's link to the name, from `_modidx`
+        page.wait_for_url('**/nbs/04_agents.html#bilateral.agents.make_agent')
         # the previous/next links and the report link under the page
         assert page.locator('.prev-next-area a').count() == 2
         assert page.locator('a:has-text("Report an issue")').count() == 1

@@ -610,7 +610,7 @@ def test_a_flood_is_bounded(tmp_path):
 
 # --- the participant's page (issue 56, 6-12): raw WebSockets, as the page talks to the server
 
-async def _until(ws, frames: list, pred, limit: float = 15) -> dict:
+async def _until(ws, frames: list, pred, limit: float = 60) -> dict:
     "The next frame for which `pred` holds, within `limit` seconds; every frame read is kept in `frames`."
     async def read():
         while True:

@@ -49,3 +49,13 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, script, args, word):
     assert len(said) == 1 and 'Traceback' not in r.stderr, said[-5:]
     assert said[0].startswith(f'{script}: error: ') and word in said[0], said[0]
     assert sorted(p.name for p in tmp_path.iterdir()) == ['empty', 'junk.eval'], 'it wrote something'
+
+def test_a_missing_extra_is_one_line_naming_the_extra(tmp_path):
+    "A command whose optional dependency is not installed (torch, hidden from the import system) says what to install."
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "from bilateral.cli import main\nsys.exit(main(['tiny-model', 'eval', 'model']))")
+    (tmp_path / 'model').mkdir()
+    r = subprocess.run([sys.executable, '-c', code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    said = (r.stdout + r.stderr).strip().splitlines()
+    assert r.returncode == 2 and len(said) == 1 and 'Traceback' not in r.stderr, said[-5:]
+    assert said[0].startswith('bilateral: error: this command needs torch') and 'bilateral[local]' in said[0], said[0]
