@@ -183,6 +183,16 @@ def _call_row(r: dict) -> dict:
             'text': a.get('note') or a.get('text') or a.get('reason') or '', 'ok': res.get('ok'),
             'error': res.get('error', ''), 'call_id': r.get('id', ''), 'out_of_turn': False}
 
+# %% ../nbs/16b_lab_admin.ipynb #b16e0a02
+def _belief_act(b, started: float) -> dict:
+    "The action row of one belief question: its estimate, 'skipped', or 'not answered'."
+    role, estimate, truth, asked, answered = b
+    text = ('not answered' if answered is None else 'skipped' if estimate is None else
+            f"estimate of the other side's number (it was ${truth / 100:,.2f})")
+    s = round((answered or asked) - started, 3)
+    return {'second': s, 'landed': s, 'role': role, 'action': 'belief', 'price': None if estimate is None else
+            estimate / 100, 'text': text, 'ok': True, 'call_id': 'belief'}
+
 # %% ../nbs/16b_lab_admin.ipynb #9257ebf1
 def _played(d: Path) -> dict:
     "game_id -> (status, transcript) of every game the store holds: played, or cut off with what was played of it."
@@ -193,8 +203,8 @@ def _played(d: Path) -> dict:
             out.setdefault(g, ('not played', _decoded(st.path, g, blob)))
     return out
 
-def _game_rows(gid: str, g: dict, t: dict, asides: list, names: dict) -> list[dict]:
-    "The action rows of one game: its calls and asides in the order of their second, then its end."
+def _game_rows(gid: str, g: dict, t: dict, asides: list, names: dict, beliefs=()) -> list[dict]:
+    "The action rows of one game: its calls and asides in the order of their second, its end, its belief questions."
     sc, who, o = t.get('scenario') or {}, {'buyer': g['buyer'], 'seller': g['seller']}, t.get('outcome') or {}
     label = lambda x: names.get(x[6:], '') if x.startswith('human:') else ''
     head = {'game_id': gid, 'buyer': g['buyer'], 'seller': g['seller'], 'buyer_label': label(g['buyer']),
@@ -212,7 +222,7 @@ def _game_rows(gid: str, g: dict, t: dict, asides: list, names: dict) -> list[di
                  'price': head['deal_price'], 'text': END_LABELS.get(head['end_reason'], head['end_reason'] or '')})
     return [{**head, **a, 'n': n, 'who': who.get(a['role'], ''),
              'time_utc': utc(None if a['second'] is None else g['started_at'] + a['second'])}
-            for n, a in enumerate(acts, 1)]
+            for n, a in enumerate(acts + [_belief_act(b, g['started_at']) for b in beliefs], 1)]
 
 # %% ../nbs/16b_lab_admin.ipynb #a5c857ed
 def action_rows(d: str | Path) -> list[dict]:
@@ -223,13 +233,15 @@ def action_rows(d: str | Path) -> list[dict]:
         asides = {}
         for gid, role, t, text in lab.con.execute('SELECT game_id, role, t, text FROM asides ORDER BY game_id, t'):
             asides.setdefault(gid, []).append((role, t, text))
-        out = []
+        beliefs, out = {}, []
+        for gid, *b in lab.con.execute('SELECT game_id, role, estimate, truth, asked_at, answered_at FROM beliefs '
+                                       'ORDER BY asked_at'): beliefs.setdefault(gid, []).append(b)
         q = 'SELECT game_id, buyer, seller, status, reason, started_at FROM lab_games ORDER BY idx'
         for gid, b, s, status, reason, started in lab.con.execute(q).fetchall():
             st, t = played.get(gid, (status, {}))
             g = {'buyer': b, 'seller': s, 'reason': reason, 'started_at': started}
             out += [{'session.code': d.resolve().name, 'game_status': status, **r}
-                    for r in _game_rows(gid, g, t, asides.get(gid, []), names)]
+                    for r in _game_rows(gid, g, t, asides.get(gid, []), names, beliefs.get(gid, []))]
         return out
     finally: lab.close()
 

@@ -132,6 +132,11 @@ def test_beliefs_asked_kept_refused_and_paid(tmp_path):
         if e['player.belief_asked'] == 'True' and e['player.belief_estimate']:
             est, truth, listing = (float(e[f'player.belief_{k}']) for k in ('estimate', 'truth', 'listing'))
             assert float(e['player.belief_error']) == pytest.approx(abs(est - truth) / listing)
+    r = subprocess.run([EXE, 'lab', 'export', str(d), '--actions'], capture_output=True, text=True)   # one row each
+    assert r.returncode == 0, r.stderr
+    said = {(a['game_id'], a['who'][6:], a['price'] and round(float(a['price']) * 100))
+            for a in rows((d / 'lab_actions.csv').read_text()) if a['action'] == 'belief'}
+    assert said == {(g, c, '' if est is None else est) for c, g, _, est, *_ in kept}, said
     stored = dict(_lab_rows(d, 'SELECT code, payoff FROM participants'))
     for row in pay[:-1]:
         code = row['participant.code']
