@@ -6,7 +6,7 @@ import pytest
 EXE = str(Path(sys.executable).parent / 'bilateral')
 
 def run(*args, cwd=None):
-    return subprocess.run([EXE, *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+    return subprocess.run([EXE, *args], capture_output=True, text=True, cwd=cwd, timeout=600)   # a liveness bound
 
 def test_agents_lists_the_ladder():
     r = run('agents')

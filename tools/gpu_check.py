@@ -41,6 +41,8 @@ def parse(argv=None):
     p.add_argument('--role', default='buyer', choices=['buyer', 'seller'])
     p.add_argument('--config', default='tiny', help='the SFT and GRPO configuration name')
     p.add_argument('--budget', type=float, default=480, help='seconds for all phases together')
+    p.add_argument('--phase-cap', type=float, default=None,
+                   help='seconds at most for any one phase, instead of CAPS (a CPU run on a busy machine)')
     p.add_argument('--work', default=None, help='scratch folder (default: TMPDIR/bilateral-gpu-check)')
     p.add_argument('--prepare', action='store_true', help='build INPUTS (tiny model, SFT data) here, then stop')
     p.add_argument('--games', type=int, default=4, help='scenarios per pairing when the SFT data is made here')
@@ -307,7 +309,7 @@ def main(argv=None):
         left = t_end - time.monotonic()
         key = phase if phase in ('env', 'data') else f'{phase}-{backend}'
         if left < 20: result['phases'][key] = {'ok': False, 'error': 'skipped: the time budget is spent'}
-        else: result['phases'][key] = child(a, phase, backend, work, min(CAPS[phase], left))
+        else: result['phases'][key] = child(a, phase, backend, work, min(a.phase_cap or CAPS[phase], left))
         result['comparison'] = compare(result['phases'])
         result['seconds'] = round(a.budget - (t_end - time.monotonic()), 1)
         (out / 'gpu_check.json').write_text(json.dumps(jsonable(result), indent=1))
