@@ -735,6 +735,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f'bilateral: error: {e}', file=sys.stderr)
         return 2
     except ImportError as e:
+        if (e.name or '').split('.')[0] == 'bilateral': raise      # the package's own import: a bug, with its traceback
         print(f'bilateral: error: {missing_extra(e)}', file=sys.stderr)
         return 2
     except (OSError, sqlite3.Error) as e:
