@@ -21,6 +21,7 @@ from .engine import scenario_from_json, scenario_json
 from .agents import check_spec, make_agent
 from .chat import PROMPT_NAME, ChatAgent, ChatLimits, Reply, prompt_hash
 from .play import play_game
+from .probes import Probes, _reporting, probes_from, set_probes
 from .metrics import game_row
 from .scenarios import DEFAULT_PRESET
 from .store import Store, nan_to_none
@@ -104,18 +105,21 @@ def game_samples(n: int,            # games
     return out
 
 # %% ../nbs/15a_inspect.ipynb #e540a67d
-def _seat(spec: str | None, seat: str, limits: ChatLimits | None):
-    "The agent of a seat spec: an `InspectAgent` for `role:NAME` (None: the seat's own role), else the spec's agent."
+def _seat(spec: str | None, seat: str, limits: ChatLimits | None, probes: Probes | None = None):
+    """The agent of a seat spec: an `InspectAgent` for `role:NAME` (None: the seat's own role), with the task's belief
+    `probes`; else the spec's agent (which takes its own, `openai:...?probe=request`)."""
     spec = spec or SEAT_ROLE + seat
-    return InspectAgent(spec[len(SEAT_ROLE):], limits) if spec.startswith(SEAT_ROLE) else make_agent(spec)
+    if not spec.startswith(SEAT_ROLE): return make_agent(spec)
+    return set_probes(InspectAgent(spec[len(SEAT_ROLE):], limits), probes)
+
 
 # %% ../nbs/15a_inspect.ipynb #107ef8d4
 @solver
-def play_bargaining(limits: ChatLimits | None = None):
+def play_bargaining(limits: ChatLimits | None = None, probes: Probes | None = None):
     "Play the sample's game: its seats bound to inspect's model roles or to bilateral agents."
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         md = state.metadata
-        buyer, seller = _seat(md['buyer'], 'buyer', limits), _seat(md['seller'], 'seller', limits)
+        buyer, seller = (_seat(md[r], r, limits, probes) for r in ('buyer', 'seller'))
         sc, rules = scenario_from_json(md['scenario']), Rules.from_json(md['rules'])
         r = await play_game(sc, buyer, seller, rules, md['seed'])
         if r.failure: raise RuntimeError(f"the game could not be played: {r.failure['cause']}: {r.failure['message']}")
@@ -156,12 +160,14 @@ def bargaining(n: int = 10,                      # games
                buyer: str | None = None,         # `role:NAME` or an agent spec; None: the model role `buyer`
                seller: str | None = None,        # the same for the seller
                max_turns: int = 100,             # replies per game of a seat played by a model
+               probe: str = 'off',               # belief probes of a model seat: 'off', 'request' or 'tool'
+               probe_every: float | None = None, # ask every this many simulated seconds; None: after each offer
               ) -> Task:
     "Bilateral bargaining: `n` games of the preset, the seats bound to inspect model roles or bilateral agents."
     rules = Rules.from_json({**asdict(Rules()), **(json.loads(rules) if isinstance(rules, str) else rules or {})})
-    limits = ChatLimits(max_turns=max_turns)
+    limits, probes = ChatLimits(max_turns=max_turns), probes_from(probe, probe_every)
     return Task(dataset=game_samples(n, preset, seed, rules, first_mover, buyer, seller),
-                solver=play_bargaining(limits), scorer=bargaining_score(), name='bargaining')
+                solver=play_bargaining(limits, probes), scorer=bargaining_score(), name='bargaining')
 
 # %% ../nbs/15a_inspect.ipynb #39df841a
 def store_from_log(log, run_dir: str | Path) -> int:
@@ -206,3 +212,6 @@ def store_main(argv: list | None = None) -> int:
     except (BilateralError, OSError, sqlite3.Error) as e: p.error(str(e))
     print(f'{n} new games stored in {a.out}')
     return 0
+
+# %% ../nbs/15a_inspect.ipynb #a57e0b02
+InspectAgent.info = _reporting(getattr(InspectAgent.info, 'plain', InspectAgent.info))

@@ -104,8 +104,11 @@ class BargainEnvironment(Environment):
 
     def __init__(self, opponent: str = 'boulware', role: str = 'buyer', preset: str = DEFAULT_PRESET,
                  rules: Rules = Rules(), limits: ChatLimits | None = None, opponents: tuple = (),
-                 seats: _Seats | None = None, quota: _Quota | None = None):
+                 seats: _Seats | None = None, quota: _Quota | None = None, probe: str = 'off',
+                 probe_every: float | None = None):     # belief probes of the model's seat: 'off' or 'tool'
         super().__init__()
+        RemoteSeat(probe=probe, probe_every=probe_every)          # refuses what a remote seat cannot be asked
+        self.probe, self.probe_every = probe, probe_every
         self.opponent, self.role, self.preset, self.rules, self.limits = opponent, Role(role), preset, rules, limits
         self.opponents = {check_spec(o) for o in (opponent, *opponents)}   # the specs a client may ask for
         self.game, self.seat, self.loop, self._state = None, None, None, BargainState()
@@ -119,14 +122,19 @@ class BargainEnvironment(Environment):
     def step(self, action: BargainAction, timeout_s=None, **kwargs) -> BargainObservation:
         return run_on(self._loop(), self.step_async(action, timeout_s))
 
-    def _loop(self):
-        self.loop = self.loop or asyncio.new_event_loop()
-        return self.loop
+# %% ../nbs/15b_openenv.ipynb #9d08ad96
+@patch
+def _loop(self: BargainEnvironment):
+    "The session's own event loop, made at its first synchronous call."
+    self.loop = self.loop or asyncio.new_event_loop()
+    return self.loop
 
-    def close(self):
-        if self.game is not None: self.game.close()
-        if self.holds: self.seats.give()
-        self.holds = False
+@patch
+def close(self: BargainEnvironment):
+    "End the session's game if one runs, and give its seat back to the server."
+    if self.game is not None: self.game.close()
+    if self.holds: self.seats.give()
+    self.holds = False
 
 # %% ../nbs/15b_openenv.ipynb #9edcc511
 MAX_SCENARIO, MAX_TITLE = 4096, 200
@@ -193,13 +201,13 @@ async def reset_async(self: BargainEnvironment,
         raise ValueError(f'opponent {opponent!r} is not served here; choose from {sorted(self.opponents)}')
     sc = _client_scenario(scenario) if scenario else sample_scenarios(1, self.preset, seed)[0]
     rules = replace(self.rules, first_mover=first_mover or self.rules.first_mover)
-    self.seat = RemoteSeat('openenv', self.limits)
+    self.seat = RemoteSeat('openenv', self.limits, self.probe, self.probe_every)
     seats = {role: self.seat, role.other: opponent}
     self.game = Seated(sc, seats[Role.BUYER], seats[Role.SELLER], rules, seed)
     self._state = BargainState(episode_id=episode_id, role=role.value, opponent=opponent, seed=seed,
                                scenario=_seat_view(sc, role))
     await self.game.start()
-    return self._observe(openai_tools())
+    return self._observe(self.seat.tools)          # the game's tools, and `report_belief` where probes are on
 
 # %% ../nbs/15b_openenv.ipynb #0b76b5a0
 @patch
@@ -262,6 +270,7 @@ def _whole(lo: int, hi: int):
         return x
     return read
 
+# %% ../nbs/15b_openenv.ipynb #b4ce9754
 def openenv_parser() -> argparse.ArgumentParser:
     "The options of `bilateral-openenv`."
     p = _OneLine(prog='bilateral-openenv', description='Serve the game as an OpenEnv environment.')
@@ -276,6 +285,10 @@ def openenv_parser() -> argparse.ArgumentParser:
                    help='games one client address may start a minute, in a burst or spread out (default 60)')
     p.add_argument('--idle-timeout', type=_whole(1, 86_400), default=300,
                    help='seconds after which an unused session is closed (default 300)')
+    p.add_argument('--probe', default='off', choices=['off', 'tool'],
+                   help="belief probes of the model's seat, asked inside the game (default off)")
+    p.add_argument('--probe-every', type=_whole(1, 86_400), default=None,
+                   help='ask every this many simulated seconds (default: after each offer of the other side)')
     return p
 
 # %% ../nbs/15b_openenv.ipynb #5573073c
@@ -293,7 +306,8 @@ def main(argv: list | None = None):
         _check_opponents([a.opponent, *a.also])
         sock = listen(a.host, a.port)         # the port is taken before anything starts: one in use is bad input too
     except (BilateralError, ValueError) as e: p.error(str(e))
-    app = make_app(a.opponent, a.role, a.max_sessions, tuple(a.also), idle_s=a.idle_timeout, client_rate=a.client_rate)
+    app = make_app(a.opponent, a.role, a.max_sessions, tuple(a.also), idle_s=a.idle_timeout, client_rate=a.client_rate,
+                   probe=a.probe, probe_every=a.probe_every)
     host = f'[{a.host}]' if ':' in a.host else a.host
     print(f'bilateral-openenv: listening on http://{host}:{a.port} (opponent {a.opponent}); Ctrl-C stops it',
           flush=True)

@@ -73,9 +73,11 @@ class BargainAEC(AECEnv):
     metadata = {'name': 'bilateral_v0', 'render_modes': ['ansi'], 'is_parallelizable': False}
 
     def __init__(self, preset: str = DEFAULT_PRESET, rules: Rules = Rules(), limits: ChatLimits | None = None,
-                 render_mode: str | None = None):
+                 render_mode: str | None = None, probe: str = 'off', probe_every: float | None = None):
         super().__init__()
         self.preset, self.rules, self.limits, self.render_mode = preset, rules, limits, render_mode
+        self.probes = dict(probe=probe, probe_every=probe_every)   # belief probes of both seats: 'off' or 'tool'
+        RemoteSeat(**self.probes)                                   # refuses what a remote seat cannot be asked
         self.possible_agents = ['buyer', 'seller']
         o, a = _spaces(rules)
         self.observation_spaces = {p: o for p in self.possible_agents}
@@ -117,7 +119,7 @@ def reset(self: BargainAEC, seed: int | None = None, options: dict | None = None
     self.close()
     self.seed_now = seed = (0 if self.seed_now is None else self.seed_now + 1) if seed is None else int(seed)
     rules = replace(self.rules, first_mover=options.get('first_mover', self.rules.first_mover))
-    self.seats = {p: RemoteSeat('pettingzoo', self.limits) for p in self.possible_agents}
+    self.seats = {p: RemoteSeat('pettingzoo', self.limits, **self.probes) for p in self.possible_agents}
     self.game = Seated(self._scenario(seed, options), self.seats['buyer'], self.seats['seller'], rules, seed)
     self.agents, self.result, A = list(self.possible_agents), None, self.possible_agents
     self.rewards, self._cumulative_rewards = dict.fromkeys(A, 0.0), dict.fromkeys(A, 0.0)

@@ -8,11 +8,12 @@ Docs: https://bilateral-dev.github.io/bilateral/seat.html.md"""
 from __future__ import annotations
 import asyncio, json
 from concurrent.futures import ThreadPoolExecutor
-from .core import Role, Scenario
+from .core import ConfigError, Role, Scenario
 from .protocol import Rules, plain_arguments
 from .agents import Agent, make_agent
 from .chat import ChatAgent, ChatLimits, PROMPT_NAME, Reply, prompt_hash
 from .play import GameResult, play_game
+from .probes import _reporting, probes_from, set_probes
 from fastcore.basics import patch
 
 # %% auto #0
@@ -121,3 +122,19 @@ def close(self: Seated):
     elif not loop.is_closed():
         self.task.cancel()
         run_on(loop, asyncio.wait([self.task]))
+
+# %% ../nbs/15_seat.ipynb #c0a1b002
+_remote_init = getattr(RemoteSeat.__init__, 'plain', RemoteSeat.__init__)
+
+@patch
+def __init__(self: RemoteSeat, name: str = 'remote', limits: ChatLimits | None = None,
+             probe: str = 'off',                # belief probes: 'off', or 'tool' (asked inside the game)
+             probe_every: float | None = None): # ask every this many simulated seconds; None: after each offer
+    "A remote seat, with the belief probes its harness asks for."
+    if probe == 'request':
+        raise ConfigError('a seat played from outside answers belief probes inside its game: probe=tool, not request')
+    _remote_init(self, name, limits)
+    set_probes(self, probes_from(probe, probe_every))
+
+RemoteSeat.__init__.plain = _remote_init
+RemoteSeat.info = _reporting(getattr(RemoteSeat.info, 'plain', RemoteSeat.info))

@@ -12,10 +12,11 @@ from bilateral.metrics import game_row
 from bilateral.protocol import Rules
 from bilateral.store import Store
 from bilateral.tournament import round_robin
+from test_beliefs_probes import belief_server      # the server whose model answers belief questions
 
 def inspect_eval(tmp_path, srv, *args):
-    "`inspect eval bilateral/bargaining ARGS` in a subprocess against the fake endpoint; its log."
-    env = {**os.environ, 'FAKE_BASE_URL': srv.url, 'FAKE_API_KEY': 'none'}
+    "`inspect eval bilateral/bargaining ARGS` in a subprocess against the fake endpoint (or one at a URL); its log."
+    env = {**os.environ, 'FAKE_BASE_URL': getattr(srv, 'url', srv), 'FAKE_API_KEY': 'none'}
     cmd = [str(Path(sys.executable).parent / 'inspect'), 'eval', 'bilateral/bargaining', '--log-dir', str(tmp_path),
            '--display', 'none', *args]
     res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
@@ -66,3 +67,28 @@ def test_the_store_command_without_logs_is_one_line_and_exit_2(tmp_path):
         assert (r.returncode, r.stdout, len(r.stderr.splitlines())) == (2, '', 1), r.stderr[-2000:]
         assert r.stderr.startswith(f'bilateral-inspect-store: error: {said}'), r.stderr
     assert not (tmp_path / 'data').exists()
+
+def test_a_model_seat_answers_belief_probes(tmp_path, belief_server):
+    """`-T probe=request` against a server whose model answers a belief question (in JSON, in words, unreadably, with
+    NaN): the games are the same byte for byte as without probes, the answers travel through the log into a store, are
+    read into numbers where they can be, and are scored against the truth beside the Bayesian reference."""
+    from bilateral.core import dumps
+    from bilateral.probes import probe_table, probe_traces
+    args = ('--model', 'openai-api/fake/believer', '-T', 'n=4', '-T', 'seller=boulware', '-T', 'seed=5')
+    logs = {k: inspect_eval(tmp_path / k, belief_server, *args, *extra)
+            for k, extra in (('plain', ()), ('probed', ('-T', 'probe=request')))}
+    strip = lambda t: dumps({**t, 'agent_info': {r: {k: v for k, v in i.items() if k not in ('probes', 'latency_s')}
+                                                for r, i in t['agent_info'].items()}})
+    games = {k: [strip(s.metadata['bilateral']['transcript']) for s in sorted(v.samples, key=lambda s: s.id)]
+             for k, v in logs.items()}
+    assert games['plain'] == games['probed'] and len(games['plain']) == 4
+    assert all('probes' not in s.metadata['bilateral']['transcript']['agent_info']['buyer']
+               for s in logs['plain'].samples)
+    assert store_from_log(next((tmp_path / 'probed').glob('*.eval')), tmp_path / 'run') == 4
+    tr = probe_traces(tmp_path / 'run')
+    assert set(tr.role) == {'buyer'} and set(tr.why) == {'offer'} and tr.ref.notna().all()
+    read = tr[tr.estimate.notna()]
+    assert len(read) and len(read) < len(tr)                    # JSON and words are read; the other two are not
+    assert ((read.estimate / read.listing - 0.7).abs() < 0.01).all() and (read.lo < read.hi).all()
+    pt = probe_table(tmp_path / 'run', n_boot=50)
+    assert list(pt.role) == ['buyer'] and (pt.unit == 'scenario').all() and pt.error.notna().all()

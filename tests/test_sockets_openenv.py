@@ -158,3 +158,25 @@ def test_the_server_says_where_it_listens_and_a_taken_port_is_one_line():
         assert health['status'] == 'healthy'
         first.terminate()
         assert first.wait(30) in (0, -signal.SIGTERM)
+
+def test_belief_probes_asked_inside_the_game():
+    """`bilateral-openenv --probe tool --probe-every 20`: the opening lists `report_belief`, the question comes in the
+    observation's messages, the client's answer is recorded in the game's transcript; `--probe request` is refused."""
+    bad = subprocess.run([str(Path(sys.executable).parent / 'bilateral-openenv'), '--probe', 'request'],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and bad.stderr.count('\n') == 1 and '--probe' in bad.stderr, bad.stderr
+    with serve_openenv('--opponent', 'boulware', '--probe', 'tool', '--probe-every', '20') as s:
+        with BargainClient(base_url=s.url).sync() as c:
+            res = c.reset(seed=7, role='buyer')
+            assert res.observation.tools[-1]['function']['name'] == 'report_belief'
+            asked = 0
+            for _ in range(200):
+                if res.done: break
+                last = res.observation.messages[-1] if res.observation.messages else {}
+                if last.get('role') == 'user' and 'report_belief' in last.get('content', ''):
+                    asked += 1
+                    res = c.step(BargainAction(tool_calls=[{'name': 'report_belief', 'arguments': {'estimate': 50}}]))
+                else: res = c.step(BargainAction(tool_calls=[{'name': 'wait', 'arguments': {'seconds': 10}}]))
+    assert res.done and asked >= 2
+    answers = res.observation.metadata['transcript']['agent_info']['buyer']['probes']['answers']
+    assert len(answers) == asked and {a['estimate'] for a in answers} == {5000}

@@ -69,3 +69,39 @@ def test_options_scenario_and_text_replies():
     assert obs['observation'][-1] == 1.0
     env.reset()
     assert env.seed_now == 4
+
+RECORDED = '{"ok": true, "recorded": true}'      # a seat's answer to a belief report
+
+def _aside(m: dict) -> bool:
+    "A message of the belief probes: the question, a `report_belief` call, or its answer."
+    return 'report_belief' in str(m.get('tool_calls')) + str(m.get('content')) or m.get('content') == RECORDED
+
+def test_both_seats_answer_belief_probes_inside_the_game():
+    """`probe='tool'`: each seat is asked in its conversation every 3 simulated seconds, answers with `report_belief`
+    (0.8 of the listing), then moves; the game is the one played without probes, the answers are in the record."""
+    sc = sample_scenarios(1, seed=5)[0]
+    L = sc.item.listing_price / 100
+    def game(env):
+        env.reset(seed=5)
+        convo = {p: [] for p in env.possible_agents}
+        for agent in env.agent_iter():
+            obs, _, term, trunc, _ = env.last()
+            convo[agent] += json.loads(obs['text'])
+            if term or trunc:
+                env.step(None)
+                continue
+            if convo[agent][-1]['role'] == 'user' and 'report_belief' in convo[agent][-1]['content']:
+                env.step(json.dumps([{'name': 'report_belief', 'arguments': {'estimate': 0.8 * L}}]))
+                continue
+            content, calls = play_reply([m for m in convo[agent] if not _aside(m)])
+            env.step({'content': content, 'tool_calls': [{'name': n, 'arguments': a} for n, a in calls]})
+        return env.result
+    plain, probed = game(BargainAEC()), game(BargainAEC(probe='tool', probe_every=3))
+    no_ids = lambda r: [{k: v for k, v in e.items() if k != 'id'} for e in r.transcript['log']]   # ids count asides
+    assert no_ids(probed) == no_ids(plain) and probed.outcome == plain.outcome
+    for role in ('buyer', 'seller'):
+        p = probed.info[role]['probes']
+        assert p['mode'] == 'tool' and p['every'] == 3 and 'probes' not in plain.info[role]
+        assert p['answers'] and {a['estimate'] for a in p['answers']} == {round(0.8 * L * 100)}
+        assert [a['why'] for a in p['answers']] == ['every'] * len(p['answers'])
+    with pytest.raises(Exception, match='probe=tool, not request'): BargainAEC(probe='request')
