@@ -9,7 +9,6 @@ from __future__ import annotations
 import math, random, re
 from typing import NamedTuple
 import numpy as np, pandas as pd
-import altair as alt
 from fastcore.basics import patch
 from .core import Item, Role
 from .scenarios import BANDS, DEFAULT_PRESET, sample_scenarios, value_model
@@ -293,6 +292,7 @@ def belief_chart(traces: pd.DataFrame,   # `belief_traces`, best probed every K 
                 ) -> alt.Chart:
     "Mean belief error over game time per agent, a panel per role."
     d = traces.assign(t=(traces.t // bin_s + 0.5) * bin_s).groupby(['role', 'agent', 't'], as_index=False).error.mean()
+    import altair as alt                  # here, not at import: every command line loads this module
     line = alt.Chart(d).mark_line(point=True).encode(
         x=alt.X('t:Q', title='simulated seconds'), y=alt.Y('error:Q', title='|estimate − truth| / listing'),
         color=alt.Color('agent:N'), tooltip=['agent', 'role', 't', alt.Tooltip('error:Q', format='.3f')])

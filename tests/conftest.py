@@ -30,6 +30,55 @@ def pytest_configure(config):
 @pytest.fixture
 def root(): return ROOT
 
+def shared_tiny_model(d: Path) -> dict:
+    "Build the tiny model with the defaults into `d` once for every process that asks (a file lock); its report."
+    import json
+    from filelock import FileLock
+    from bilateral.sft import build_tiny_model
+    with FileLock(str(d) + '.lock'):
+        if not (d / 'bilateral_tiny.json').exists(): build_tiny_model(d)
+    return json.loads((d / 'bilateral_tiny.json').read_text())
+
+def _needs_tiny_model(config) -> bool:
+    "Whether the files this run was asked for use the `tiny_model` fixture (their text names it)."
+    paths = [Path(a.split('::')[0]) for a in config.args] or [Path(config.rootpath) / 'tests']
+    files = [f for p in paths for f in ([p] if p.is_file() else p.rglob('test_*.py') if p.is_dir() else [])]
+    return any('tiny_model' in f.read_text() for f in files)
+
+_builder = None
+
+def pytest_sessionstart(session):
+    """Under pytest-xdist, the controller starts building the tiny model in a process of its own at once (one torch
+    thread), so that the workers play the files that do not need it meanwhile instead of waiting on the lock."""
+    global _builder
+    cfg = session.config
+    if os.environ.get('PYTEST_XDIST_WORKER') or os.environ.get('BILATERAL_TEST_TINY_MODEL'): return
+    if not getattr(cfg.option, 'numprocesses', None) or not _needs_tiny_model(cfg): return
+    d = cfg._tmp_path_factory.getbasetemp() / 'tiny-model'   # the workers' temporary folders are inside this one
+    code = f'import sys; sys.path.insert(0, {str(ROOT / "tests")!r}); import conftest; conftest.shared_tiny_model(' \
+           f'conftest.Path({str(d)!r}))'
+    _builder = subprocess.Popen([sys.executable, '-c', code], env={**os.environ, 'OMP_NUM_THREADS': '1'},
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+def pytest_sessionfinish(session):
+    "The build the controller started does not outlive the run."
+    if _builder is not None and _builder.poll() is None:
+        _builder.kill()
+        _builder.wait()
+
+# the longest test files, longest first (their time under `make test` on 2 idle cores): started first, they do not end
+# the run alone
+LONG = ('test_training_determinism.py', 'test_readme_commands.py', 'test_gpu_path.py', 'test_grpo.py', 'test_cli.py',
+        'test_models.py', 'test_reproduce_progress.py', 'test_sft_data.py', 'test_workers.py', 'test_hardening.py',
+        'test_lab.py', 'test_tournament.py', 'test_ladder.py')
+
+def pytest_collection_modifyitems(config, items):
+    """The files that use the tiny model run after the others, longest first within each group (`LONG`): with
+    `--dist loadfile` pytest-xdist hands files to the workers in this order, so the model's build overlaps the rest."""
+    uses = {i.path for i in items if 'tiny_model' in getattr(i, 'fixturenames', ())}
+    rank = lambda i: (i.path in uses, LONG.index(i.path.name) if i.path.name in LONG else len(LONG))
+    items[:] = sorted(items, key=rank)          # a stable sort: the order inside a file stays
+
 @pytest.fixture(scope='session')
 def tiny_model(tmp_path_factory):
     "The tiny offline model, built once per test session with the default settings."
@@ -41,12 +90,10 @@ def tiny_model(tmp_path_factory):
     if not os.environ.get('PYTEST_XDIST_WORKER'):
         d = tmp_path_factory.mktemp('tiny-model')
         return d, build_tiny_model(d)
-    # under pytest-xdist the workers share one build: the first to take the lock builds it, the others read it
-    from filelock import FileLock
+    # under pytest-xdist the workers share one build (the controller's, started at the session's start; or the first
+    # worker's to take the lock when that one failed): the others read it
     d = tmp_path_factory.getbasetemp().parent / 'tiny-model'
-    with FileLock(str(d) + '.lock'):
-        if not (d / 'bilateral_tiny.json').exists(): build_tiny_model(d)
-    return d, json.loads((d / 'bilateral_tiny.json').read_text())
+    return d, shared_tiny_model(d)
 
 @pytest.fixture(scope='module')
 def srv():

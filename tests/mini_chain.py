@@ -1,5 +1,5 @@
 """The training chain in miniature, for the determinism tests: a tiny base, LoRA SFT on a teacher's games, GRPO, one
-greedy game of the GRPO model, and an evaluation of it (16 games, 8 at a time, so its generation is batched across
+greedy game of the GRPO model, and an evaluation of it (8 games, all at a time, so its generation is batched across
 games). Prints one JSON line: a hash of each stage's result.
 
     python tests/mini_chain.py OUT_DIR THREADS"""
@@ -47,7 +47,7 @@ def main(out: str, threads: str):
     game = play(sample_scenarios(1, 'dollars', seed=3)[0], 'hf:grpo/model?threads=0', 'conceder', Rules(deadline=60.0),
                 seed=3)
     models = {'grpo': f"hf:{out / 'grpo' / 'model'}?threads=0"}
-    evaluate(models, ['conceder'], ['linear'], out / 'eval', games_per_pair=4, concurrency=8, n_boot=10, figures=False,
+    evaluate(models, ['conceder'], ['linear'], out / 'eval', games_per_pair=2, concurrency=8, n_boot=10, figures=False,
              **world)
     games = []
     for r in eval_runs(models, ['conceder'], ['linear'], out / 'eval'):

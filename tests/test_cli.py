@@ -231,7 +231,7 @@ def test_evaluate_takes_the_world_preset_and_deadline(tmp_path):
 def test_evaluate_with_probes(tiny_model, tmp_path):
     """`bilateral evaluate --probe request` plays each model and its probed twin on the same scenarios and prints how
     many paired games asking left unchanged; a seat that takes no probes: one line, exit 2, before any game."""
-    spec = f'hf:{tiny_model[0]}?max_new_tokens=48&threads=1'
+    spec = f'hf:{tiny_model[0]}?window=4&max_turns=6&max_new_tokens=48&threads=1'   # short games
     r = run('evaluate', '--model', f't={spec}', '--seen', 'linear', '--games-per-pair', '2', '--n-boot', '10',
             '--probe', 'request', '--out', str(tmp_path / 'ev'), '--quiet')
     assert r.returncode == 0, r.stderr[-2000:]
