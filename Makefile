@@ -38,10 +38,12 @@ nbtest: venv
 	$(BIN)/python tools/nbtest.py
 
 ## pytest-xdist spreads the test files over 4 processes (most tests wait on servers, subprocesses and sockets; each
-## worker runs torch on one thread, tests/conftest.py); PYTEST_WORKERS=0 runs them in this one process.
+## worker runs torch on one thread, tests/conftest.py); PYTEST_WORKERS=0 runs them in this one process. The files go
+## out in tests/conftest.py's order (the longest first, those that need the tiny model after it is built), not
+## pytest-xdist's (the files with the most tests first).
 PYTEST_WORKERS ?= 4
 pytest: venv
-	$(BIN)/python -m pytest tests -n $(PYTEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest tests -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 ## make reproduce: the main job on the embedded default data.
 reproduce: venv

@@ -74,7 +74,8 @@ LONG = ('test_training_determinism.py', 'test_readme_commands.py', 'test_gpu_pat
 
 def pytest_collection_modifyitems(config, items):
     """The files that use the tiny model run after the others, longest first within each group (`LONG`): with
-    `--dist loadfile` pytest-xdist hands files to the workers in this order, so the model's build overlaps the rest."""
+    `--dist loadfile --no-loadscope-reorder` (`make pytest`) pytest-xdist hands files to the workers in this order, so
+    the model's build overlaps the rest (its own order puts the files with the most tests first)."""
     uses = {i.path for i in items if 'tiny_model' in getattr(i, 'fixturenames', ())}
     rank = lambda i: (i.path in uses, LONG.index(i.path.name) if i.path.name in LONG else len(LONG))
     items[:] = sorted(items, key=rank)          # a stable sort: the order inside a file stays

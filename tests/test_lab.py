@@ -458,7 +458,7 @@ def test_one_game_at_a_time(tmp_path):
             for _ in range(5): await ws.send(json.dumps({'type': 'next'}))          # one burst
             async def again(ws, st): await ws.send(json.dumps({'type': 'next'}))    # the second click
             return await _play(ws, frames, on_over=again)
-    try: pay = asyncio.run(asyncio.wait_for(go(), 150))
+    try: pay = asyncio.run(asyncio.wait_for(go(), 300))
     finally: stop(cm, proc)
     rows = _lab_rows(d, 'SELECT game_id, status, started_at, ended_at FROM lab_games ORDER BY idx')
     assert [r[:2] for r in rows] == [('L0000', 'done'), ('L0001', 'done')], rows
@@ -494,7 +494,7 @@ def test_a_malformed_action_cannot_end_a_game(tmp_path):
                 await ws.send(json.dumps(bad.pop(0)))
                 return True
             return await _play(ws, frames, on_turn=turn)
-    try: pay = asyncio.run(asyncio.wait_for(go(), 120))
+    try: pay = asyncio.run(asyncio.wait_for(go(), 300))
     finally: stop(cm, proc)
     assert refused[-1]['error'] == 'invalid_json'
     texts = {e['text'] for f in frames if f.get('stage') == 'game' for e in f['errors']}
@@ -556,7 +556,7 @@ def test_the_scenario_seed_is_secret(tmp_path):
             while json.loads(texts[-1])['stage'] != 'game': texts.append(await ws.recv())
             return texts
     try:
-        texts = asyncio.run(asyncio.wait_for(go(), 60))
+        texts = asyncio.run(asyncio.wait_for(go(), 300))
         pages = texts + [urllib.request.urlopen(admin).read().decode(), urllib.request.urlopen(links(lines)['P01'])
                          .read().decode()]
     finally: stop(cm, proc)
@@ -672,7 +672,7 @@ def test_own_offer_at_once_and_the_rules_that_end_a_game(tmp_path):
         ends = await asyncio.gather(_until(wa, fa, lambda s: s.get('over')), _until(wb, fb, lambda s: s.get('over')))
         for ws in (wa, wb): await ws.close()
         return mine, shown_after, theirs, refused, warned, ends, fa
-    try: mine, shown_after, theirs, refused, warned, ends, fa = asyncio.run(asyncio.wait_for(go(), 120))
+    try: mine, shown_after, theirs, refused, warned, ends, fa = asyncio.run(asyncio.wait_for(go(), 300))
     finally: stop(cm, proc)
     assert mine['your_offer']['price'] == 40.0 and mine['done_seq'] == 1, shown_after   # shown before they moved
     assert [h['text'] for h in mine['history'] if h['who'] == 'you'] == ['first']
@@ -713,7 +713,7 @@ def test_nobody_is_held_hostage(tmp_path):
         end = await _until(wb, fb, lambda s: s.get('over'), 30)
         await wb.close()
         return waiting, passed, woken, held, told, told_after, end, time.monotonic() - t1
-    try: waiting, passed, woken, held, told, told_after, end, ended_after = asyncio.run(asyncio.wait_for(go(), 120))
+    try: waiting, passed, woken, held, told, told_after, end, ended_after = asyncio.run(asyncio.wait_for(go(), 300))
     finally: stop(cm, proc)
     assert waiting['their_turn_until'] <= waiting['clock'] + 4.01 and held < 7, (waiting, held)
     assert not passed['your_turn'] and 'they_waited' in _codes(woken)

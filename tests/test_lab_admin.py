@@ -163,7 +163,7 @@ def test_the_monitor(tmp_path):
         assert press('pause', 'P03', 'guess')[0] == 403 and get(f'{base}/admin/monitor')[0] == 403
         assert press('advance', 'P09')[0] == 404
         assert 'id="people"' in get(f'{base}/admin/monitor?token={token}')[1]
-        out = asyncio.run(asyncio.wait_for(go(), 150))
+        out = asyncio.run(asyncio.wait_for(go(), 300))
     finally: stop(cm, proc)
     b = out['before']
     assert (b['P03']['online'], b['P03']['stage'], b['P03']['page']) == (True, 'instructions', 'instructions')
@@ -203,7 +203,7 @@ def test_messages_at_any_time(tmp_path):
         await asyncio.gather(_until(wa, fa, lambda s: s.get('over')), _until(wb, fb, lambda s: s.get('over')))
         for ws in (wa, wb): await ws.close()
         return heard, said
-    try: heard, said = asyncio.run(asyncio.wait_for(go(), 60))
+    try: heard, said = asyncio.run(asyncio.wait_for(go(), 300))
     finally: stop(cm, proc)
     assert heard['your_turn'] and heard['history'][-1]['text'] == 'Are you there? <i>' and heard['history'][-1]['aside']
     assert not said['your_turn'] and said['history'][-1]['who'] == 'you'

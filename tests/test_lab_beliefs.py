@@ -93,7 +93,7 @@ def test_beliefs_asked_kept_refused_and_paid(tmp_path):
         return await asyncio.gather(_hostile(people['P01'], d), participant(people['P02'], limit=150),
                                     participant(people['P03'], limit=150))
     try:
-        p1, p2, p3 = asyncio.run(asyncio.wait_for(go(), 240))
+        p1, p2, p3 = asyncio.run(asyncio.wait_for(go(), 300))
         over_http = {p: get(f'{base}/admin/{p}?token={token}')[1] for p in ('payments.csv', 'export.csv')}
     finally: stop(cm, proc)
     assert p1['refused'] == {'made_up_game': 'no_question', 'others_game': 'no_question', 'no_game': 'no_question',
@@ -222,7 +222,7 @@ def test_off_by_default_and_a_forged_token(tmp_path):
         pay = await _until(ws, frames, lambda s: s.get('stage') == 'payoff')
         await ws.close()
         return no_socket.value, st, off, pay, get(forged)[0]
-    try: no_socket, over, off, pay, page = asyncio.run(asyncio.wait_for(go(), 90))
+    try: no_socket, over, off, pay, page = asyncio.run(asyncio.wait_for(go(), 300))
     finally: stop(cm, proc)
     assert page == 404 and isinstance(no_socket, (websockets.exceptions.InvalidHandshake, websockets.ConnectionClosed))
     assert over.get('belief') is None and off['error'] == 'belief_off' and pay['belief'] is None
@@ -342,7 +342,7 @@ def test_a_pause_leaves_the_question_open(tmp_path):
         out['after'] = await _until(ws, frames, lambda s: 'stage' in s or 'error' in s)
         await ws.close()
         return out
-    try: out = asyncio.run(asyncio.wait_for(go(), 120))
+    try: out = asyncio.run(asyncio.wait_for(go(), 300))
     finally: stop(cm, proc)
     assert out['pause'] == 'paused' and out['held']['stage'] == 'belief' and _open(out['held'])
     assert out['answered']['belief']['estimate'] == 20.0 and out['paused']['stage'] == 'paused'

@@ -3,7 +3,8 @@
     nice -n 19 python tools/lab_flood.py --tries 1000 --big 10 --empty 1000
 
 A `bilateral lab run` on 127.0.0.1 with one flooder (P01) and `--victims` participants who play games against a
-scripted agent all along (tests/lab_bot.py's moves). P01 agrees, then sends `--tries` wrong quiz answers at `--rate`
+scripted agent all along (tests/lab_bot.py's moves), or with `--human` each other in pairs; when the flood is over they
+finish the game they are in and leave. P01 agrees, then sends `--tries` wrong quiz answers at `--rate`
 a second, `--big` submissions of three answers of `--big-kb` KB each, and `--empty` frames `{}`, reconnecting whenever
 the server closes its socket; the session asks the belief question (`--belief-prize`, 2 by default; 0 asks none), which
 the victims answer after each game. Printed: the victims' action-to-answer latency and a page load's latency during
@@ -27,8 +28,9 @@ async def victim(link: str, lag: list, stop: asyncio.Event):
     "Play games on and on; `lag` gets (when sent, seconds to the server's next frame) for each action."
     async with websockets.connect(link.replace('http://', 'ws://').replace('/p/', '/ws/'), max_size=2**22) as ws:
         sent = None
-        while not stop.is_set():
+        while True:
             st = json.loads(await ws.recv())
+            if stop.is_set() and (st.get('stage') != 'game' or st['over']): return      # leave between games
             if sent: lag.append((sent, time.monotonic() - sent))
             sent, msg = None, None
             if st.get('stage') == 'consent': msg = {'type': 'consent', 'agree': True}
@@ -82,9 +84,10 @@ async def flood(link: str, a) -> dict:
 async def main(a):
     d = Path(tempfile.mkdtemp(prefix='lab-flood-')) / 'session'
     port = free_port()
-    cmd = [str(Path(sys.executable).parent / 'bilateral'), 'lab', 'run', str(d), '--port', str(port), '--treatment',
-           '1:buyer:conceder', '--treatment', f'{a.victims}:buyer:conceder', '--games', '99', '--deadline', '20',
-           '--belief-prize', str(a.belief_prize)]
+    pairs = ['--treatment', f'{a.victims + 1}:random:human', '--match-wait', '10']      # P01 among them, never matched
+    alone = ['--treatment', '1:buyer:conceder', '--treatment', f'{a.victims}:buyer:conceder']
+    cmd = [str(Path(sys.executable).parent / 'bilateral'), 'lab', 'run', str(d), '--port', str(port),
+           *(pairs if a.human else alone), '--games', '99', '--deadline', '20', '--belief-prize', str(a.belief_prize)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     try:
         lines = [proc.stdout.readline().strip() for _ in range(a.victims + 2)]
@@ -109,6 +112,9 @@ async def main(a):
     con = sqlite3.connect(d / 'lab.sqlite')
     row = con.execute("SELECT length(answers) FROM participants WHERE code='P01'").fetchone()[0]
     beliefs = con.execute('SELECT COUNT(*), COUNT(estimate) FROM beliefs').fetchone()
+    games = dict(con.execute("SELECT status || ' ' || COALESCE(reason, ''), COUNT(*) FROM lab_games GROUP BY 1"))
+    opponents = dict(con.execute("SELECT CASE WHEN buyer LIKE 'human:%' AND seller LIKE 'human:%' "
+                                 "THEN 'two participants' ELSE 'an agent' END, COUNT(*) FROM lab_games GROUP BY 1"))
     con.execute('PRAGMA wal_checkpoint(TRUNCATE)')
     con.close()
     return {'flood_s': round(t1 - t0, 1), 'victim_actions': len(during(acts)),
@@ -116,7 +122,8 @@ async def main(a):
             'page_loads': len(during(loads)),
             'page_ms_p50_p99_max': [q(during(loads), 0.5), q(during(loads), 0.99), q(during(loads), 1)],
             'lab_sqlite_growth_kb': grew, 'lab_sqlite_kb_at_end': round(size(d) / 1024),
-            'flooder_row_bytes': row, 'flooder_got': got, 'beliefs_asked_answered': list(beliefs)}
+            'flooder_row_bytes': row, 'flooder_got': got, 'beliefs_asked_answered': list(beliefs),
+            'games_by_status_and_reason': games, 'games_between': opponents}
 
 if __name__ == '__main__':
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -126,5 +133,7 @@ if __name__ == '__main__':
     p.add_argument('--big-kb', type=int, default=300)
     p.add_argument('--empty', type=int, default=5000)
     p.add_argument('--victims', type=int, default=4)
+    p.add_argument('--human', action='store_true', help='all in one treatment N:random:human: the victims play in '
+                   'pairs (matched by arrival; one left over plays the fallback agent after --match-wait 10 s)')
     p.add_argument('--belief-prize', type=float, default=2.0, help="the belief question's prize (0: not asked)")
     print(json.dumps(asyncio.run(main(p.parse_args()))))
