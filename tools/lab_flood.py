@@ -134,6 +134,6 @@ if __name__ == '__main__':
     p.add_argument('--empty', type=int, default=5000)
     p.add_argument('--victims', type=int, default=4)
     p.add_argument('--human', action='store_true', help='all in one treatment N:random:human: the victims play in '
-                   'pairs (matched by arrival; one left over plays the fallback agent after --match-wait 10 s)')
+                   'pairs (matched by arrival; one who waits over --match-wait 10 s plays the fallback agent)')
     p.add_argument('--belief-prize', type=float, default=2.0, help="the belief question's prize (0: not asked)")
     print(json.dumps(asyncio.run(main(p.parse_args()))))
